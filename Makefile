@@ -1,0 +1,15 @@
+# The two front-door commands. Both set the machine up first (idempotent; see scripts/setup.sh).
+SHELL := /bin/bash
+.PHONY: setup test demo demo-destroy
+
+setup:
+	@bash scripts/setup.sh
+
+test: setup
+	@. scripts/env.sh && bash scripts/run-tests.sh
+
+demo: setup
+	@. scripts/env.sh && bash scripts/demo.sh
+
+demo-destroy:
+	@. scripts/env.sh && pulumi destroy --yes --skip-preview -s demo

@@ -1,0 +1,73 @@
+"""Subnets, static addresses and loopback ports of one profile.
+
+Concurrent profiles are isolated by their subnet octet and port base (REQUIREMENTS 9): profile octet X
+owns `10.X.0.0/16`; its internal network starts at `10.X.0.0` (sized to the team) and its egress network
+is `10.X.255.0/24`. Addresses are fixed per container so a resumed `up` never renumbers a team.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass
+
+# Addresses 0 (network) and 1 (gateway) are Docker's; 2..15 hold the platform services.
+SERVICE_SLOTS = 16
+SERVICE_ORDER = ("mysql", "gitea", "mattermost", "board", "secret-service", "egress-proxy", "bootstrap", "model")
+EGRESS_PROXY_EGRESS_HOST = 2
+MODEL_STANDIN_EGRESS_HOST = 3
+LARGEST_INTERNAL_PREFIX = 17  # 10.X.0.0/17 still leaves 10.X.255.0/24 free for egress
+
+# Operator ports, published on 127.0.0.1 only, as offsets from the profile's port base.
+PORT_OFFSETS = {"gitea": 0, "mattermost": 1, "board": 2, "secret-service": 3, "mysql": 4}
+
+
+def team_slots(tasks: int, workers: int) -> int:
+    """Addresses a team's internal network must hold: services, then a router and a worker per worker per task."""
+    return SERVICE_SLOTS + 2 * tasks * workers + 1  # + broadcast
+
+
+def baseline_slots() -> int:
+    return SERVICE_SLOTS + 2 + 1
+
+
+def prefix_for(slots: int) -> int | None:
+    """Smallest network (at most /24) holding `slots` addresses, or None when not even a /17 does."""
+    prefix = min(24, 32 - math.ceil(math.log2(slots)))
+    return prefix if prefix >= LARGEST_INTERNAL_PREFIX else None
+
+
+def derived_internal(octet: int, slots: int) -> ipaddress.IPv4Network | None:
+    prefix = prefix_for(slots)
+    return None if prefix is None else ipaddress.IPv4Network(f"10.{octet}.0.0/{prefix}")
+
+
+def derived_egress(octet: int) -> ipaddress.IPv4Network:
+    return ipaddress.IPv4Network(f"10.{octet}.255.0/24")
+
+
+def host(net: ipaddress.IPv4Network, index: int) -> str:
+    if not 0 < index < net.num_addresses - 1:
+        raise ValueError(f"address #{index} is outside {net}")
+    return str(net.network_address + index)
+
+
+def service_ip(net: ipaddress.IPv4Network, service: str) -> str:
+    return host(net, 2 + SERVICE_ORDER.index(service))
+
+
+@dataclass(frozen=True)
+class TeamSlot:
+    """Where task k's router n and worker n sit in the internal network."""
+
+    workers: int
+
+    def router_index(self, task: int, n: int) -> int:
+        return SERVICE_SLOTS + task * 2 * self.workers + n
+
+    def worker_index(self, task: int, n: int) -> int:
+        return SERVICE_SLOTS + task * 2 * self.workers + self.workers + n
+
+
+def ports(port_base: int) -> dict[str, int]:
+    return {service: port_base + offset for service, offset in PORT_OFFSETS.items()}

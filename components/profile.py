@@ -1,0 +1,326 @@
+"""The team profile: every setting of one experiment, validated before anything is created.
+
+A profile is what one Pulumi stack's `agensh:` config holds (REQUIREMENTS B-E, J). `parse_profile` reports
+every problem at once, each naming its config key, so a bad stack is refused with one message.
+Secrets are not part of the profile: they travel separately (see `Secrets`) so the profile can be hashed
+and recorded in provenance as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from . import addressing, catalog, naming
+from .schedule import Ramp, TaskBudget, budget
+
+NAMESPACE = "agensh"
+SUFFIX_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+RUN_ID_RE = re.compile(r"^\d{8}t\d{6}z$")  # date -u +%Y%m%dt%H%M%Sz
+PINNED_MODEL = "gpt-5.6-sol"
+PINNED_EFFORT = "high"
+CONNECTIONS_PER_ROUTER = 4
+SHARED_IMAGES = {  # role -> (Dockerfile, default tag, context), all relative to the Agensh checkout (REQUIREMENTS 16)
+    "agent-base": ("agent/Dockerfile.base", "omcgitea-agent-base:pbench", "agent"),
+    "mini-router": ("mini-router/Dockerfile", "omcgitea-mini-router:local", "mini-router"),
+    "board": ("board-service/Dockerfile", "omcgitea-board:local", "board-service"),
+    "secret-service": ("secret-service/Dockerfile", "omcgitea-secret-service:local", "secret-service"),
+    "bootstrap": ("docker/bootstrap/Dockerfile", "omcgitea-bootstrap:local", "docker/bootstrap"),
+    "egress-proxy": ("docker/egress-proxy/Dockerfile", "omcgitea-egress-proxy:local", "docker/egress-proxy"),
+}
+WORKER_DOCKERFILE = "agent/Dockerfile"
+
+
+class Profile(BaseModel):
+    """Settings of one team (or baseline) experiment. Field names are the `agensh:` config keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Identity and isolation (REQUIREMENTS 8, 9)
+    kind: Literal["team", "baseline"] = "team"
+    profile: str = Field(description="Profile suffix; names every container, network and volume")
+    run_id: str = Field(description="UTC run id, `date -u +%Y%m%dt%H%M%Sz`")
+    port_base: int = Field(24400, ge=1024, le=65535 - len(addressing.PORT_OFFSETS))
+    subnet_octet: int = Field(249, ge=1, le=254)
+    internal_subnet: str | None = Field(None, description="Overrides the derived internal (team) subnet")
+    egress_subnet: str | None = Field(None, description="Overrides the derived egress subnet")
+
+    # Tasks and team (REQUIREMENTS 6, 7)
+    tasks: list[str] = Field(min_length=1)
+    workers: int = Field(8, ge=1, le=512)
+    hours: float = Field(6.0, gt=0)
+    deadline_seconds: int | None = Field(None, description="Must equal hours * 3600 when given")
+    model: str = PINNED_MODEL
+    reasoning_effort: Literal["low", "medium", "high", "xhigh"] = PINNED_EFFORT
+    model_api: Literal["responses"] = "responses"
+    prompt_window_tokens: int = Field(272_000, gt=0)
+    llm_upstream: str = Field(description="Gateway base URL, without /v1/responses")
+
+    # Team limits (REQUIREMENTS 20, 22)
+    worker_memory_gib: int = Field(64, gt=0)
+    router_memory_gib: int = Field(8, gt=0)
+    slice_memory_percent: int = Field(80, gt=0, le=100)
+    mm_max_users_per_team: int = Field(200, gt=0)
+    administrators: int = Field(2, ge=1, description="Mattermost users besides the workers")
+    mysql_max_connections: int = Field(1000, gt=0)
+    mysql_platform_connections: int = Field(100, ge=0, description="Connections the platform services use")
+    mini_router_stuck_ms: int = Field(1_200_000, gt=0)
+
+    # Timing (REQUIREMENTS 29, 30, 33, 41)
+    wake_stagger_s: float = Field(30.0, ge=0)
+    wake_fast_stagger_s: float = Field(3.0, ge=0)
+    wake_slow_workers: int = Field(120, ge=0)
+    bringup_settle_s: float = Field(20.0, ge=0)
+    wake_ramp_subj_s: float = Field(60.0, ge=60.0, description="Least wait after the settle")
+    idle_nudge_s: int = Field(600, gt=0)
+    idle_check_s: int = Field(60, gt=0)
+    export_grace_s: int = Field(600, ge=0)
+    snapshot_seconds: int = Field(1200, gt=0)
+
+    # Images (REQUIREMENTS 10, 15-19)
+    agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")
+    agent_image_tag: str = "pbench"
+    agent_base_image: str = SHARED_IMAGES["agent-base"][1]
+    mini_router_image: str = SHARED_IMAGES["mini-router"][1]
+    board_image: str = SHARED_IMAGES["board"][1]
+    secret_service_image: str = SHARED_IMAGES["secret-service"][1]
+    bootstrap_image: str = SHARED_IMAGES["bootstrap"][1]
+    egress_proxy_image: str = SHARED_IMAGES["egress-proxy"][1]
+    mysql_image: str = "mysql:8.4"
+    gitea_image: str = "gitea/gitea:1.22"
+    mattermost_image: str = "mattermost/mattermost-team-edition:10.5"
+    cleanroom_org: str = "programbench"
+    cleanroom_digests: dict[str, str] = Field(default_factory=dict, description="task id -> sha256 digest")
+    uncached: bool = Field(False, description="--no-cache builds under private tags")
+
+    # Host (REQUIREMENTS 1-5)
+    host_units: Literal["local", "remote", "off"] = "local"
+    ssh_host: str | None = None
+    ssh_port: int = 22
+    ssh_user: str = "root"
+    ssh_key_path: str | None = None
+
+    # Evaluation and records (REQUIREMENTS 32, 36, 41)
+    data_root: str = "~/.agensh/data"
+    traj_root: str = "~/pbench-trajectories"
+    skip_eval: bool = False
+    eval_docker_cpus: int | None = Field(None, gt=0, description="Default: min(10, host CPUs)")
+    eval_pytest_addopts: str = ""
+    eval_memory_gib: int = Field(16, gt=0)
+    allow_dirty: bool = Field(False, description="Record a dirty checkout instead of refusing it")
+    egress_internal: bool = Field(False, description="Egress network without outside access (demo, tests)")
+    model_standin: bool = Field(False, description="Run the demo's stand-in model on the egress network")
+
+    # --- derivations -------------------------------------------------------------------------
+    @property
+    def compose_project(self) -> str:
+        return naming.compose_project(self.profile)
+
+    @property
+    def ramp(self) -> Ramp:
+        return Ramp(
+            stagger_s=self.wake_stagger_s,
+            fast_stagger_s=self.wake_fast_stagger_s,
+            slow_workers=self.wake_slow_workers,
+            settle_s=self.bringup_settle_s,
+            min_wait_s=self.wake_ramp_subj_s,
+        )
+
+    @property
+    def task_budget(self) -> TaskBudget:
+        return budget(self.ramp, self.workers, self.hours)
+
+    @property
+    def slots(self) -> int:
+        if self.kind == "baseline":
+            return addressing.baseline_slots()
+        return addressing.team_slots(len(self.tasks), self.workers)
+
+    @property
+    def internal_network(self) -> ipaddress.IPv4Network:
+        if self.internal_subnet:
+            return ipaddress.IPv4Network(self.internal_subnet)
+        net = addressing.derived_internal(self.subnet_octet, self.slots)
+        if net is None:
+            raise ValueError("team too large for a derived subnet")
+        return net
+
+    @property
+    def egress_network(self) -> ipaddress.IPv4Network:
+        if self.egress_subnet:
+            return ipaddress.IPv4Network(self.egress_subnet)
+        return addressing.derived_egress(self.subnet_octet)
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return {} if self.kind == "baseline" else addressing.ports(self.port_base)
+
+    @property
+    def private_tag(self) -> str | None:
+        """Tag for every project image of an uncached experiment (REQUIREMENTS 18)."""
+        return f"{self.profile}-{self.run_id}" if self.uncached else None
+
+    def image(self, role: str) -> str:
+        """Name of a shared image; uncached experiments get the private tag."""
+        name = getattr(self, role.replace("-", "_") + "_image")
+        return _retag(name, self.private_tag)
+
+    def worker_image(self, task_id: str) -> str:
+        tag = self.private_tag or self.agent_image_tag
+        return f"{naming.PREFIX}-agent-{naming.task_slug(task_id)}:{tag}"
+
+    def cleanroom_image(self, task_id: str) -> str:
+        image = catalog.tasks()[task_id].cleanroom_image(self.cleanroom_org)
+        digest = self.cleanroom_digests.get(task_id)
+        return f"{image.split(':')[0]}@{digest}" if digest else image
+
+    def checkout_path(self, project_dir: Path) -> Path:
+        return (project_dir / Path(self.agensh_checkout).expanduser()).resolve()
+
+    def run_dir(self) -> Path:
+        return Path(self.data_root).expanduser() / self.profile / self.run_id
+
+    def digest(self) -> str:
+        """Hash of every setting, recorded in provenance."""
+        return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
+
+class Secrets(BaseModel):
+    """Secret config: the model credential, generated passwords, the workers' proxy credential."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    llm_upstream_token: SecretStr
+    worker_proxy_token: SecretStr
+    mysql_root_password: SecretStr
+    gitea_admin_password: SecretStr
+    mattermost_admin_password: SecretStr
+
+    @classmethod
+    def generated_keys(cls) -> list[str]:
+        """Secrets the stack command generates (the model token comes from the user)."""
+        return [k for k in cls.model_fields if k != "llm_upstream_token"]
+
+
+class ProfileError(ValueError):
+    """Every problem of a profile, each naming its config key."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems
+        lines = "\n".join(f"  {NAMESPACE}:{key}: {msg}" for key, msg in problems)
+        super().__init__(f"the profile has {len(problems)} problem(s):\n{lines}")
+
+
+def parse_profile(raw: dict[str, Any]) -> Profile:
+    """Validate raw config values into a Profile, or raise ProfileError listing every problem."""
+    try:
+        prof = Profile.model_validate(raw)
+    except ValidationError as err:
+        problems = []
+        for e in err.errors():
+            key = ".".join(str(p) for p in e["loc"]) or "(profile)"
+            msg = "unknown setting (typo?)" if e["type"] == "extra_forbidden" else e["msg"]
+            problems.append((key, msg))
+        raise ProfileError(problems) from None
+    problems = check(prof)
+    if problems:
+        raise ProfileError(problems)
+    return prof
+
+
+def check(p: Profile) -> list[tuple[str, str]]:
+    """Rules across settings; every rule adds (config key, message)."""
+    out: list[tuple[str, str]] = []
+    if not SUFFIX_RE.match(p.profile):
+        out.append(("profile", "use lowercase letters, digits and hyphens, starting with a letter or digit"))
+    if not RUN_ID_RE.match(p.run_id):
+        out.append(("run_id", "expected UTC `YYYYMMDDtHHMMSSz`, as `date -u +%Y%m%dt%H%M%Sz` prints"))
+    known = catalog.tasks()
+    seen: set[str] = set()
+    for t in p.tasks:
+        if t not in known:
+            out.append(("tasks", f"{t!r} is not a ProgramBench task (see `programbench` task data)"))
+        if t in seen:
+            out.append(("tasks", f"{t!r} is listed twice"))
+        seen.add(t)
+    for t in p.cleanroom_digests:
+        if t not in p.tasks:
+            out.append(("cleanroom_digests", f"{t!r} is not one of this profile's tasks"))
+    for t, d in p.cleanroom_digests.items():
+        if not re.fullmatch(r"sha256:[0-9a-f]{64}", d):
+            out.append(("cleanroom_digests", f"{t}: digest must look like sha256:<64 hex>"))
+    if p.deadline_seconds is not None and p.deadline_seconds != round(p.hours * 3600):
+        out.append(("deadline_seconds", f"{p.deadline_seconds} disagrees with hours={p.hours} ({round(p.hours * 3600)} s)"))
+    if p.llm_upstream.rstrip("/").endswith("/v1/responses"):
+        out.append(("llm_upstream", "give the base URL, without /v1/responses"))
+    if not re.match(r"^https?://", p.llm_upstream):
+        out.append(("llm_upstream", "expected an http(s) URL"))
+    if p.kind == "baseline":
+        if p.workers != 1:
+            out.append(("workers", "a baseline has exactly one worker"))
+        if len(p.tasks) != 1:
+            out.append(("tasks", "a baseline runs exactly one task"))
+        if p.host_units == "remote":
+            out.append(("host_units", "a baseline runs on the local host"))
+    else:
+        users = p.workers + p.administrators
+        if p.mm_max_users_per_team <= users:
+            out.append(("mm_max_users_per_team", f"must exceed workers + administrators ({users})"))
+        need = CONNECTIONS_PER_ROUTER * p.workers + p.mysql_platform_connections
+        if p.mysql_max_connections < need:
+            out.append(("mysql_max_connections", f"must cover {CONNECTIONS_PER_ROUTER} per router plus the platform's {p.mysql_platform_connections} ({need})"))
+    if p.host_units == "remote" and not p.ssh_host:
+        out.append(("ssh_host", "required when host_units is remote"))
+    for t in p.tasks:
+        if len(naming.worker_name(p.profile, t, p.workers)) > 63:
+            out.append(("profile", f"names for task {t} exceed 63 characters; use a shorter profile"))
+            break
+    out += _check_subnets(p)
+    return out
+
+
+def _check_subnets(p: Profile) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    nets: dict[str, ipaddress.IPv4Network] = {}
+    for key in ("internal_subnet", "egress_subnet"):
+        value = getattr(p, key)
+        if value is None:
+            continue
+        try:
+            net = ipaddress.IPv4Network(value)
+        except ValueError as err:
+            out.append((key, f"not an IPv4 subnet: {err}"))
+            continue
+        if not net.is_private:
+            out.append((key, f"{net} is not a private range"))
+        nets[key] = net
+    if "internal_subnet" not in nets and p.internal_subnet is None:
+        if addressing.derived_internal(p.subnet_octet, p.slots) is None:
+            out.append(("workers", f"{p.slots} addresses do not fit a derived subnet; set internal_subnet"))
+        else:
+            nets["internal_subnet"] = p.internal_network
+    if "egress_subnet" not in nets and p.egress_subnet is None:
+        nets["egress_subnet"] = p.egress_network
+    internal, egress = nets.get("internal_subnet"), nets.get("egress_subnet")
+    if internal is not None and internal.num_addresses < p.slots:
+        out.append(("internal_subnet", f"{internal} holds {internal.num_addresses} addresses; the profile needs {p.slots}"))
+    if internal is not None and egress is not None and internal.overlaps(egress):
+        out.append(("egress_subnet", f"{egress} overlaps the internal subnet {internal}"))
+    if egress is not None and egress.num_addresses < 8:
+        out.append(("egress_subnet", f"{egress} is too small for the egress proxy and gateway"))
+    return out
+
+
+def _retag(image: str, tag: str | None) -> str:
+    if tag is None:
+        return image
+    slash = image.rfind("/")
+    colon = image.rfind(":")
+    repo = image[:colon] if colon > slash else image
+    return f"{repo}:{tag}"

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Set up a machine for agensh: Docker engine, host tools, the Pulumi toolchain, the Python environment.
+# Idempotent: every step checks what is in place first and skips it. Each step prints its duration.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=versions.env
+. "$ROOT/scripts/versions.env"
+# shellcheck source=env.sh
+. "$ROOT/scripts/env.sh"
+
+die() { echo "setup: $*" >&2; exit 1; }
+step() {
+  local name="$1" t0; shift
+  t0=$(date +%s); echo "==> $name"
+  "$@"
+  echo "    done in $(( $(date +%s) - t0 ))s"
+}
+
+apt_updated=""
+apt_install() {
+  [ "$(id -u)" = 0 ] || die "cannot install $* without root; install them by hand: sudo apt-get install -y $*"
+  command -v apt-get >/dev/null || die "no apt-get on this machine; install by hand: $*"
+  [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+host_tools() {
+  local missing=()
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  [ -x /bin/busybox ] || missing+=(busybox-static)
+  command -v git >/dev/null || missing+=(git)
+  command -v curl >/dev/null || missing+=(curl)
+  command -v ip >/dev/null || missing+=(iproute2)
+  if [ ${#missing[@]} -eq 0 ]; then echo "    host tools present"; else apt_install "${missing[@]}"; fi
+}
+
+docker_engine() {
+  if docker info >/dev/null 2>&1; then echo "    Docker engine already running (left as it is)"; return; fi
+  command -v dockerd >/dev/null || apt_install docker.io
+  [ "$(id -u)" = 0 ] || die "Docker engine not reachable and this user cannot start it; start dockerd (or add yourself to the docker group)"
+  mkdir -p "$AGENSH_HOME"
+  echo "    starting dockerd (log: $AGENSH_HOME/dockerd.log)"
+  nohup dockerd >"$AGENSH_HOME/dockerd.log" 2>&1 &
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && return; sleep 1; done
+  die "dockerd did not answer within 60 s; see $AGENSH_HOME/dockerd.log"
+}
+
+# --- Pulumi toolchain -------------------------------------------------------------------------
+plugins_ok() {  # the pulumi on PATH has both resource plugins at the pinned versions
+  local ls; ls="$(pulumi plugin ls 2>/dev/null)" || return 1
+  grep -Eq "^docker +resource +$PULUMI_DOCKER_VERSION( |$)" <<<"$ls" &&
+    grep -Eq "^command +resource +$PULUMI_COMMAND_VERSION( |$)" <<<"$ls"
+}
+
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
+
+# build_go OUT MAINPKG LDFLAGS TAGS REQUIRE... : build a main package from a throwaway wrapper module.
+build_go() {
+  local out="$1" pkg="$2" ldflags="$3" tags="$4"; shift 4
+  local dir; dir="$(mktemp -d "$AGENSH_CACHE/build.XXXXXX")"
+  (
+    cd "$dir"
+    go mod init agensh.local/build >/dev/null 2>&1
+    printf '//go:build tools\npackage tools\nimport _ "%s"\n' "$pkg" >tools.go
+    local r; for r in "$@"; do
+      case "$r" in
+        replace:*) go mod edit -replace "${r#replace:}" ;;
+        *) go mod edit -require "$r" ;;
+      esac
+    done
+    GOFLAGS=-mod=mod go mod tidy >tidy.log 2>&1 || { cat tidy.log >&2; exit 1; }
+    go build -tags "$tags" -ldflags "-s -w $ldflags" -o "$out" "$pkg"
+  ) || { echo "    build of $pkg failed; build directory kept: $dir" >&2; return 1; }
+  rm -rf "$dir"
+}
+
+build_toolchain() {
+  command -v go >/dev/null || die "Go is needed to build the Pulumi toolchain here. Install Go 1.24+ (https://go.dev/dl) or the official Pulumi CLI (https://www.pulumi.com/docs/install/) and its docker $PULUMI_DOCKER_VERSION and command $PULUMI_COMMAND_VERSION plugins, then re-run."
+  for v in PULUMI_LANGUAGE_PYTHON_MODULE_VERSION PULUMI_COMMAND_MODULE_VERSION PULUMI_DOCKER_MODULE_VERSION; do
+    [ -n "${!v}" ] || die "$v is not set in scripts/versions.env"
+  done
+  local tc="$AGENSH_TOOLCHAIN" bin="$AGENSH_TOOLCHAIN/bin" sdkdir
+  mkdir -p "$bin" "$AGENSH_CACHE"
+  local v="$PULUMI_CLI_VERSION"
+  if [ ! -x "$bin/pulumi" ]; then
+    echo "    building pulumi CLI v$v (cold: several minutes)"
+    build_go "$bin/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
+      "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$v" "" \
+      "github.com/pulumi/pulumi/pkg/v3@v$v" "github.com/pulumi/pulumi/sdk/v3@v$v" \
+      "replace:github.com/atotto/clipboard=$CLIPBOARD_REPLACEMENT"
+    mv "$bin/pulumi.tmp" "$bin/pulumi"
+  fi
+  if [ ! -x "$bin/pulumi-language-python" ]; then
+    echo "    building pulumi-language-python ($PULUMI_LANGUAGE_PYTHON_MODULE_VERSION)"
+    build_go "$bin/pulumi-language-python.tmp" github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3 \
+      "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$v" "" \
+      "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3@$PULUMI_LANGUAGE_PYTHON_MODULE_VERSION" \
+      "github.com/pulumi/pulumi/pkg/v3@v$v" "github.com/pulumi/pulumi/sdk/v3@v$v" \
+      "replace:github.com/atotto/clipboard=$CLIPBOARD_REPLACEMENT"
+    mv "$bin/pulumi-language-python.tmp" "$bin/pulumi-language-python"
+  fi
+  sdkdir="$(GOFLAGS=-mod=mod go mod download -json "github.com/pulumi/pulumi/sdk/v3@v$v" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+  install -m 755 "$sdkdir/python/cmd/pulumi-language-python-exec" "$bin/"
+  install -m 755 "$sdkdir/python/dist/pulumi-resource-pulumi-python" "$bin/"
+  if [ ! -x "$tc/plugins/pulumi-resource-command" ]; then
+    echo "    building command provider v$PULUMI_COMMAND_VERSION"
+    mkdir -p "$tc/plugins"
+    build_go "$tc/plugins/pulumi-resource-command" github.com/pulumi/pulumi-command/provider/cmd/pulumi-resource-command \
+      "-X github.com/pulumi/pulumi-command/provider/pkg/version.Version=$PULUMI_COMMAND_VERSION" "" \
+      "github.com/pulumi/pulumi-command/provider@$PULUMI_COMMAND_MODULE_VERSION"
+  fi
+  if [ ! -x "$tc/plugins/pulumi-resource-docker" ]; then
+    echo "    building docker provider v$PULUMI_DOCKER_VERSION"
+    mkdir -p "$tc/plugins"
+    "$ROOT/scripts/build-docker-plugin.sh" "$tc/plugins/pulumi-resource-docker"
+  fi
+  export PATH="$bin:$PATH" PULUMI_HOME="$tc/home"
+  pulumi plugin install resource command "$PULUMI_COMMAND_VERSION" --file "$tc/plugins/pulumi-resource-command" >/dev/null
+  pulumi plugin install resource docker "$PULUMI_DOCKER_VERSION" --file "$tc/plugins/pulumi-resource-docker" >/dev/null
+  plugins_ok || die "plugins registered but not listed by 'pulumi plugin ls'"
+  touch "$tc/.complete"
+}
+
+toolchain() {
+  if [ -f "$AGENSH_TOOLCHAIN/.complete" ]; then
+    echo "    reusing toolchain cache $AGENSH_TOOLCHAIN"
+  elif command -v pulumi >/dev/null && version_ge "$(pulumi version | tr -d v)" "$PULUMI_PY_VERSION" && plugins_ok; then
+    echo "    using $(command -v pulumi) ($(pulumi version)) with its installed plugins"
+    return
+  else
+    build_toolchain
+  fi
+  . "$ROOT/scripts/env.sh"
+  echo "    $(pulumi version): $(pulumi plugin ls | awk 'NR>1 && $2=="resource"{printf "%s %s  ", $1, $3}')"
+}
+
+# --- Python -----------------------------------------------------------------------------------
+python_env() {
+  local venv="$ROOT/.venv" stamp want
+  want="$(cat "$ROOT/scripts/versions.env" "$ROOT/requirements.txt" | sha256sum | cut -c1-16)"
+  stamp="$venv/.agensh-deps"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then echo "    $venv up to date"; return; fi
+  python3 -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null || die "Python 3.11+ is needed (programbench requires it); install python3.11 and python3.11-venv"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || die "could not create a venv; install python3-venv"
+  "$venv/bin/pip" install -q --upgrade pip >/dev/null
+  "$venv/bin/pip" install -q -r "$ROOT/requirements.txt" \
+    "pulumi==$PULUMI_PY_VERSION" "pulumi-docker==$PULUMI_DOCKER_VERSION" "pulumi-command==$PULUMI_COMMAND_VERSION" \
+    "pulumi-policy==$PULUMI_POLICY_VERSION" "programbench==$PROGRAMBENCH_VERSION" "pydantic==$PYDANTIC_VERSION"
+  echo "$want" >"$stamp"
+}
+
+secrets_home() {
+  mkdir -p "$AGENSH_HOME/state"
+  chmod 700 "$AGENSH_HOME"
+  if [ "${PULUMI_CONFIG_PASSPHRASE_FILE:-}" = "$AGENSH_HOME/passphrase" ] && [ ! -s "$AGENSH_HOME/passphrase" ]; then
+    (umask 077; head -c 24 /dev/urandom | base64 >"$AGENSH_HOME/passphrase")
+    echo "    generated the stack passphrase in $AGENSH_HOME/passphrase (mode 600); keep it to read your stacks' secrets"
+  else
+    echo "    state in $PULUMI_BACKEND_URL"
+  fi
+}
+
+t_all=$(date +%s)
+step "host tools" host_tools
+step "Docker engine" docker_engine
+step "Python environment" python_env
+step "Pulumi toolchain" toolchain
+step "state and passphrase" secrets_home
+echo "setup complete in $(( $(date +%s) - t_all ))s"
