@@ -76,49 +76,34 @@ build_go() {
 
 build_toolchain() {
   command -v go >/dev/null || die "Go is needed to build the Pulumi toolchain here. Install Go 1.24+ (https://go.dev/dl) or the official Pulumi CLI (https://www.pulumi.com/docs/install/) and its docker $PULUMI_DOCKER_VERSION and command $PULUMI_COMMAND_VERSION plugins, then re-run."
-  for v in PULUMI_LANGUAGE_PYTHON_MODULE_VERSION PULUMI_COMMAND_MODULE_VERSION PULUMI_DOCKER_MODULE_VERSION; do
-    [ -n "${!v}" ] || die "$v is not set in scripts/versions.env"
-  done
-  local tc="$AGENSH_TOOLCHAIN" bin="$AGENSH_TOOLCHAIN/bin" sdkdir
-  mkdir -p "$bin" "$AGENSH_CACHE"
-  local v="$PULUMI_CLI_VERSION"
+  local tc="$AGENSH_TOOLCHAIN" bin="$AGENSH_TOOLCHAIN/bin" plugins="$AGENSH_TOOLCHAIN/plugins" sdkdir v="$PULUMI_CLI_VERSION"
+  mkdir -p "$bin" "$plugins" "$AGENSH_CACHE"
   if [ ! -x "$bin/pulumi" ]; then
-    echo "    building pulumi CLI v$v (cold: several minutes)"
+    echo "    building the pulumi CLI v$v from github.com/pulumi/pulumi/pkg/v3 (cold: several minutes)"
     build_go "$bin/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
       "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$v" "" \
       "github.com/pulumi/pulumi/pkg/v3@v$v" "github.com/pulumi/pulumi/sdk/v3@v$v" \
       "replace:github.com/atotto/clipboard=$CLIPBOARD_REPLACEMENT"
     mv "$bin/pulumi.tmp" "$bin/pulumi"
   fi
-  if [ ! -x "$bin/pulumi-language-python" ]; then
-    echo "    building pulumi-language-python ($PULUMI_LANGUAGE_PYTHON_MODULE_VERSION)"
-    build_go "$bin/pulumi-language-python.tmp" github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3 \
-      "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$v" "" \
-      "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3@$PULUMI_LANGUAGE_PYTHON_MODULE_VERSION" \
-      "github.com/pulumi/pulumi/pkg/v3@v$v" "github.com/pulumi/pulumi/sdk/v3@v$v" \
-      "replace:github.com/atotto/clipboard=$CLIPBOARD_REPLACEMENT"
-    mv "$bin/pulumi-language-python.tmp" "$bin/pulumi-language-python"
-  fi
+  echo "    building pulumi-language-python (toolchain/langhost)"
+  build_local "$bin/pulumi-language-python" langhost "-X main.version=$v"
   sdkdir="$(GOFLAGS=-mod=mod go mod download -json "github.com/pulumi/pulumi/sdk/v3@v$v" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
-  install -m 755 "$sdkdir/python/cmd/pulumi-language-python-exec" "$bin/"
-  install -m 755 "$sdkdir/python/dist/pulumi-resource-pulumi-python" "$bin/"
-  if [ ! -x "$tc/plugins/pulumi-resource-command" ]; then
-    echo "    building command provider v$PULUMI_COMMAND_VERSION"
-    mkdir -p "$tc/plugins"
-    build_go "$tc/plugins/pulumi-resource-command" github.com/pulumi/pulumi-command/provider/cmd/pulumi-resource-command \
-      "-X github.com/pulumi/pulumi-command/provider/pkg/version.Version=$PULUMI_COMMAND_VERSION" "" \
-      "github.com/pulumi/pulumi-command/provider@$PULUMI_COMMAND_MODULE_VERSION"
-  fi
-  if [ ! -x "$tc/plugins/pulumi-resource-docker" ]; then
-    echo "    building docker provider v$PULUMI_DOCKER_VERSION"
-    mkdir -p "$tc/plugins"
-    "$ROOT/scripts/build-docker-plugin.sh" "$tc/plugins/pulumi-resource-docker"
-  fi
+  install -m 755 "$sdkdir/python/cmd/pulumi-language-python-exec" "$sdkdir/python/dist/pulumi-resource-pulumi-python" "$bin/"
+  echo "    building the command provider v$PULUMI_COMMAND_VERSION (toolchain/command-provider)"
+  build_local "$plugins/pulumi-resource-command" command-provider "-X main.version=$PULUMI_COMMAND_VERSION"
+  echo "    building the docker provider v$PULUMI_DOCKER_VERSION (toolchain/docker-provider)"
+  bash "$ROOT/toolchain/docker-provider/build.sh" "$plugins/pulumi-resource-docker"
   export PATH="$bin:$PATH" PULUMI_HOME="$tc/home"
-  pulumi plugin install resource command "$PULUMI_COMMAND_VERSION" --file "$tc/plugins/pulumi-resource-command" >/dev/null
-  pulumi plugin install resource docker "$PULUMI_DOCKER_VERSION" --file "$tc/plugins/pulumi-resource-docker" >/dev/null
+  pulumi plugin install resource command "$PULUMI_COMMAND_VERSION" --file "$plugins/pulumi-resource-command" >/dev/null
+  pulumi plugin install resource docker "$PULUMI_DOCKER_VERSION" --file "$plugins/pulumi-resource-docker" >/dev/null
   plugins_ok || die "plugins registered but not listed by 'pulumi plugin ls'"
   touch "$tc/.complete"
+}
+
+# build_local OUT DIR LDFLAGS: build one of the project's own Go programs in toolchain/DIR.
+build_local() {
+  (cd "$ROOT/toolchain/$2" && go build -trimpath -ldflags "-s -w $3" -o "$1" .)
 }
 
 toolchain() {

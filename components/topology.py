@@ -1,0 +1,71 @@
+"""Which containers a profile runs, where they sit on the networks, and what limits they get.
+
+Pure data derived from the Profile; the Pulumi components translate it into resources one to one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import addressing, naming
+from .profile import Profile
+
+GIB_MB = 1024
+WORKER_USER = "10000:10000"
+PLATFORM_SERVICES = ("mysql", "gitea", "mattermost", "board", "secret-service", "egress-proxy", "bootstrap")
+
+
+@dataclass(frozen=True)
+class Placement:
+    name: str  # physical container name
+    role: str  # service name, "router" or "worker"
+    internal_ip: str | None
+    egress_ip: str | None = None
+    task: str | None = None
+    index: int | None = None  # worker/router number, 1-based
+    memory_mb: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def network_names(p: Profile) -> dict[str, str]:
+    return {"internal": naming.resource_name(p.profile, "internal"), "egress": naming.resource_name(p.profile, "egress")}
+
+
+def placements(p: Profile) -> list[Placement]:
+    """Every container of the profile, platform first, then routers and workers task by task."""
+    internal, egress = p.internal_network, p.egress_network
+    out: list[Placement] = []
+
+    def service(name: str, egress_ip: str | None = None) -> Placement:
+        return Placement(
+            name=naming.resource_name(p.profile, name),
+            role=name,
+            internal_ip=addressing.service_ip(internal, name) if name != "model" else None,
+            egress_ip=egress_ip,
+            labels=naming.labels(p.profile, p.run_id, name),
+        )
+
+    services = PLATFORM_SERVICES if p.kind == "team" else ("egress-proxy",)
+    for name in services:
+        eip = addressing.host(egress, addressing.EGRESS_PROXY_EGRESS_HOST) if name == "egress-proxy" else None
+        out.append(service(name, eip))
+    if p.model_standin:
+        out.append(service("model", addressing.host(egress, addressing.MODEL_STANDIN_EGRESS_HOST)))
+
+    slots = addressing.TeamSlot(p.workers)
+    for k, task in enumerate(p.tasks):
+        for n in range(p.workers):
+            if p.kind == "team":
+                out.append(Placement(
+                    name=naming.router_name(p.profile, task, n + 1), role="router", task=task, index=n + 1,
+                    internal_ip=addressing.host(internal, slots.router_index(k, n)),
+                    memory_mb=p.router_memory_gib * GIB_MB,
+                    labels=naming.labels(p.profile, p.run_id, "router", task),
+                ))
+            out.append(Placement(
+                name=naming.worker_name(p.profile, task, n + 1), role="worker", task=task, index=n + 1,
+                internal_ip=addressing.host(internal, slots.worker_index(k, n)),
+                memory_mb=p.worker_memory_gib * GIB_MB,
+                labels=naming.labels(p.profile, p.run_id, "worker", task),
+            ))
+    return out
