@@ -217,6 +217,14 @@ class ProfileError(ValueError):
         super().__init__(f"the profile has {len(problems)} problem(s):\n{lines}")
 
 
+def from_config_strings(values: dict[str, str]) -> dict[str, Any]:
+    """Config values as Pulumi hands them over (strings; structured values as JSON) -> raw profile values."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        out[key] = json.loads(value) if value.lstrip()[:1] in ("[", "{") else value
+    return out
+
+
 def parse_profile(raw: dict[str, Any]) -> Profile:
     """Validate raw config values into a Profile, or raise ProfileError listing every problem."""
     try:

@@ -34,10 +34,17 @@ def docker_engine() -> None:
 
 
 @pytest.fixture(scope="session")
-def pulumi_engine(docker_engine: None) -> str:
-    """Path of the pulumi CLI set up by scripts/env.sh, with both resource plugins installed."""
+def pulumi_cli() -> str:
+    """Path of the pulumi CLI that scripts/env.sh puts on PATH."""
     exe = shutil.which("pulumi")
-    ok = exe is not None and subprocess.run([exe, "plugin", "ls"], capture_output=True, text=True).stdout.count(
-        "resource") >= 2
-    require(ok, "the Pulumi toolchain (pulumi CLI with the docker and command plugins)")
+    require(exe is not None, "the pulumi CLI")
     return exe  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="session")
+def pulumi_engine(pulumi_cli: str, docker_engine: None) -> str:
+    """The pulumi CLI with both resource plugins installed, and a Docker engine."""
+    listed = subprocess.run([pulumi_cli, "plugin", "ls"], capture_output=True, text=True).stdout
+    ok = all(any(line.split()[:2] == [name, "resource"] for line in listed.splitlines()) for name in ("docker", "command"))
+    require(ok, "the docker and command resource plugins")
+    return pulumi_cli

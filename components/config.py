@@ -1,0 +1,28 @@
+"""Reads the profile and its secrets from the stack's `agensh:` config (the Pulumi side of the model)."""
+
+from __future__ import annotations
+
+import pulumi
+from pulumi.runtime.config import get_config_env
+
+from .profile import NAMESPACE, Profile, Secrets, from_config_strings, parse_profile
+
+
+def load() -> tuple[Profile, dict[str, pulumi.Output[str]]]:
+    """The validated profile, and each secret as a secret Output (never a plain string).
+
+    A bad profile stops the program with every problem listed, before any resource is registered.
+    """
+    prefix = f"{NAMESPACE}:"
+    secret_keys = set(Secrets.model_fields)
+    values = {k[len(prefix):]: v for k, v in get_config_env().items() if k.startswith(prefix)}
+    plain = {k: v for k, v in values.items() if k not in secret_keys}
+    profile = parse_profile(from_config_strings(plain))
+    cfg = pulumi.Config(NAMESPACE)
+    missing = [k for k in secret_keys if k not in values]
+    if missing:
+        raise pulumi.RunError(
+            f"secret config {', '.join(sorted(prefix + k for k in missing))} missing; "
+            f"run `.venv/bin/python scripts/new_stack.py {pulumi.get_stack()}` to generate passwords and read the gateway token")
+    secrets = {k: cfg.require_secret(k) for k in sorted(secret_keys)}
+    return profile, secrets

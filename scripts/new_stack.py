@@ -1,0 +1,152 @@
+"""Create or update a profile stack: `stacks/Pulumi.<name>.yaml` plus its encrypted secrets.
+
+    .venv/bin/python scripts/new_stack.py cohort-w8 --workers 8 --tasks jgm__pandoc.5caad90 --port-base 24400 --subnet-octet 249
+
+Plain settings go into the stack file (mode 600); passwords are generated once as encrypted config and kept
+on re-runs; the gateway settings come from the environment or `~/.pbench-upstream.env` (the environment wins).
+Every problem is reported before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import stat
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from components.profile import NAMESPACE, ProfileError, Secrets, parse_profile  # noqa: E402
+
+UPSTREAM_ENV = Path("~/.pbench-upstream.env").expanduser()
+GATEWAY_KEYS = {"LLM_UPSTREAM": "llm_upstream", "REASONING_EFFORT": "reasoning_effort"}
+TOKEN_KEY = "llm_upstream_token"
+
+
+def new_run_id() -> str:
+    """`date -u +%Y%m%dt%H%M%Sz`."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dt%H%M%Sz")
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        print(f"warning: {path} is readable by others; it holds the gateway token: chmod 600 {path}", file=sys.stderr)
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            out[key.strip()] = value.strip().strip("'\"")
+    return out
+
+
+def gateway(env_file: Path | None) -> dict[str, str]:
+    """Gateway settings: the file first, exported values over it (REQUIREMENTS 12)."""
+    values = read_env_file(env_file) if env_file else {}
+    for key in (*GATEWAY_KEYS, "LLM_UPSTREAM_TOKEN"):
+        if os.environ.get(key):
+            values[key] = os.environ[key]
+    return values
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"new-stack: --set takes key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        out[key] = yaml.safe_load(value) if value else ""
+    return out
+
+
+def pulumi(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["pulumi", *args], cwd=ROOT, input=stdin, text=True, capture_output=True, check=check)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="new-stack", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("name", help="stack name; also the profile suffix unless --set profile=... says otherwise")
+    ap.add_argument("--kind", choices=["team", "baseline"])
+    ap.add_argument("--workers", type=int)
+    ap.add_argument("--tasks", nargs="+")
+    ap.add_argument("--hours", type=float)
+    ap.add_argument("--port-base", type=int)
+    ap.add_argument("--subnet-octet", type=int)
+    ap.add_argument("--checkout", help="the Agensh checkout (agensh_checkout)")
+    ap.add_argument("--new-run", action="store_true", help="start a new run id (a fresh launch)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other profile setting")
+    ap.add_argument("--env-file", default=str(UPSTREAM_ENV), help="gateway env file ('none' to ignore it)")
+    args = ap.parse_args(argv)
+
+    path = ROOT / "stacks" / f"Pulumi.{args.name}.yaml"
+    doc: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
+    doc = doc or {}
+    config: dict[str, Any] = dict(doc.get("config") or {})
+    prefix = f"{NAMESPACE}:"
+    plain = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and not isinstance(v, dict)}
+
+    gw = gateway(None if args.env_file == "none" else Path(args.env_file).expanduser())
+    for env_key, key in GATEWAY_KEYS.items():
+        if gw.get(env_key):
+            plain[key] = gw[env_key]
+    plain.setdefault("profile", args.name)
+    for flag, key in (("kind", "kind"), ("workers", "workers"), ("tasks", "tasks"), ("hours", "hours"),
+                      ("port_base", "port_base"), ("subnet_octet", "subnet_octet"), ("checkout", "agensh_checkout")):
+        if getattr(args, flag) is not None:
+            plain[key] = getattr(args, flag)
+    plain.update(parse_set(args.set))
+    if args.new_run or "run_id" not in plain:
+        plain["run_id"] = new_run_id()
+    secret_keys = set(Secrets.model_fields)
+    bad = sorted(k for k in plain if k in secret_keys)
+    if bad:
+        print(f"new-stack: {', '.join(bad)} must be secret; it is read from the environment or generated", file=sys.stderr)
+        return 2
+
+    try:
+        parse_profile(plain)
+    except ProfileError as err:
+        print(f"new-stack: {err}", file=sys.stderr)
+        return 2
+    has_token = f"{prefix}{TOKEN_KEY}" in config
+    if not has_token and not gw.get("LLM_UPSTREAM_TOKEN"):
+        print("new-stack: no gateway token: export LLM_UPSTREAM_TOKEN or put it in ~/.pbench-upstream.env (mode 600)",
+              file=sys.stderr)
+        return 2
+
+    # Everything is valid: write the plain settings, then the secrets through pulumi (encrypted).
+    config.update({f"{prefix}{k}": v for k, v in sorted(plain.items())})
+    doc["config"] = dict(sorted(config.items()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        yaml.safe_dump(doc, fh, sort_keys=False)
+    os.chmod(path, 0o600)
+
+    if pulumi("stack", "select", args.name, check=False).returncode != 0:
+        pulumi("stack", "init", args.name)
+    generated = []
+    for key in Secrets.generated_keys():
+        if f"{prefix}{key}" not in config:
+            pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{key}", stdin=secrets.token_urlsafe(24))
+            generated.append(key)
+    token = gw.get("LLM_UPSTREAM_TOKEN")
+    if token and (not has_token or pulumi("config", "get", "-s", args.name, f"{prefix}{TOKEN_KEY}").stdout.strip() != token):
+        pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{TOKEN_KEY}", stdin=token)
+    os.chmod(path, 0o600)
+    print(f"stack {args.name}: {path} (run {plain['run_id']}); generated: {', '.join(generated) or 'nothing (kept)'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

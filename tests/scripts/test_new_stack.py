@@ -1,0 +1,93 @@
+"""scripts/new_stack.py against the real pulumi CLI, in a copy of the project with its own backend."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = "jgm__pandoc.5caad90"
+
+
+@pytest.fixture
+def project(tmp_path: Path, pulumi_cli: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for part in ("Pulumi.yaml", "components", "scripts"):
+        src = ROOT / part
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part)
+    (proj / "stacks").mkdir()
+    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{tmp_path / 'state'}")
+    (tmp_path / "state").mkdir()
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    monkeypatch.setenv("LLM_UPSTREAM", "https://gateway.example")
+    monkeypatch.setenv("LLM_UPSTREAM_TOKEN", "tok-" + "x" * 20)
+    return proj
+
+
+def run(proj: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(proj / "scripts" / "new_stack.py"), *args, "--env-file", "none"],
+                          cwd=proj, capture_output=True, text=True)
+
+
+def secret(proj: Path, key: str) -> str:
+    return subprocess.run(["pulumi", "config", "get", "-s", "cohort-w8", f"agensh:{key}"], cwd=proj,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_twice_keeps_passwords_and_file_is_private(project: Path):
+    args = ("cohort-w8", "--workers", "8", "--tasks", TASK, "--port-base", "24400", "--subnet-octet", "249",
+            "--checkout", "/opt/agensh")
+    first = run(project, *args)
+    assert first.returncode == 0, first.stderr
+    path = project / "stacks" / "Pulumi.cohort-w8.yaml"
+    before = {k: secret(project, k) for k in ("mysql_root_password", "worker_proxy_token")}
+    assert all(len(v) >= 24 for v in before.values())
+    assert secret(project, "llm_upstream_token") == "tok-" + "x" * 20
+    second = run(project, *args, "--set", "hours=5")
+    assert second.returncode == 0, second.stderr
+    assert "nothing (kept)" in second.stdout
+    assert {k: secret(project, k) for k in before} == before
+    doc = yaml.safe_load(path.read_text())["config"]
+    assert doc["agensh:hours"] == 5 and doc["agensh:workers"] == 8 and doc["agensh:tasks"] == [TASK]
+    assert "secure" in doc["agensh:mysql_root_password"]
+    assert "x" * 20 not in path.read_text()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_bad_arguments_write_nothing(project: Path):
+    bad = run(project, "cohort-w8", "--workers", "300", "--tasks", "nope__x.1", "--checkout", "/opt/agensh")
+    assert bad.returncode == 2
+    assert "agensh:tasks" in bad.stderr and "agensh:mm_max_users_per_team" in bad.stderr
+    assert not (project / "stacks" / "Pulumi.cohort-w8.yaml").exists()
+    listed = subprocess.run(["pulumi", "stack", "ls", "--json"], cwd=project, capture_output=True, text=True)
+    assert "cohort-w8" not in listed.stdout
+
+
+def test_no_token_is_refused(project: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("LLM_UPSTREAM_TOKEN")
+    out = run(project, "cohort-w8", "--tasks", TASK, "--checkout", "/opt/agensh")
+    assert out.returncode == 2 and "no gateway token" in out.stderr
+    assert not (project / "stacks" / "Pulumi.cohort-w8.yaml").exists()
+
+
+def test_env_file_values_and_mode_warning(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("LLM_UPSTREAM")
+    env = tmp_path / "upstream.env"
+    env.write_text("LLM_UPSTREAM=https://from-file.example\nLLM_UPSTREAM_TOKEN=file-token-123\n")
+    os.chmod(env, 0o644)
+    out = subprocess.run([sys.executable, str(project / "scripts" / "new_stack.py"), "cohort-w8", "--tasks", TASK,
+                          "--checkout", "/opt/agensh", "--env-file", str(env)], cwd=project, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "chmod 600" in out.stderr
+    doc = yaml.safe_load((project / "stacks" / "Pulumi.cohort-w8.yaml").read_text())["config"]
+    assert doc["agensh:llm_upstream"] == "https://from-file.example"
+    assert secret(project, "llm_upstream_token") == "tok-" + "x" * 20  # the exported value wins over the file
