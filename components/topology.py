@@ -31,6 +31,15 @@ def network_names(p: Profile) -> dict[str, str]:
     return {"internal": naming.resource_name(p.profile, "internal"), "egress": naming.resource_name(p.profile, "egress")}
 
 
+def router_ip(p: Profile, task: str, n: int) -> str:
+    """Address of task `task`'s router number n (1-based)."""
+    return addressing.host(p.internal_network, addressing.TeamSlot(p.workers).router_index(p.tasks.index(task), n - 1))
+
+
+def worker_ip(p: Profile, task: str, n: int) -> str:
+    return addressing.host(p.internal_network, addressing.TeamSlot(p.workers).worker_index(p.tasks.index(task), n - 1))
+
+
 def placements(p: Profile) -> list[Placement]:
     """Every container of the profile, platform first, then routers and workers task by task."""
     internal, egress = p.internal_network, p.egress_network
@@ -52,19 +61,18 @@ def placements(p: Profile) -> list[Placement]:
     if p.model_standin:
         out.append(service("model", addressing.host(egress, addressing.MODEL_STANDIN_EGRESS_HOST)))
 
-    slots = addressing.TeamSlot(p.workers)
-    for k, task in enumerate(p.tasks):
+    for task in p.tasks:
         for n in range(p.workers):
             if p.kind == "team":
                 out.append(Placement(
                     name=naming.router_name(p.profile, task, n + 1), role="router", task=task, index=n + 1,
-                    internal_ip=addressing.host(internal, slots.router_index(k, n)),
+                    internal_ip=router_ip(p, task, n + 1),
                     memory_mb=p.router_memory_gib * GIB_MB,
                     labels=naming.labels(p.profile, p.run_id, "router", task),
                 ))
             out.append(Placement(
                 name=naming.worker_name(p.profile, task, n + 1), role="worker", task=task, index=n + 1,
-                internal_ip=addressing.host(internal, slots.worker_index(k, n)),
+                internal_ip=worker_ip(p, task, n + 1),
                 memory_mb=p.worker_memory_gib * GIB_MB,
                 labels=naming.labels(p.profile, p.run_id, "worker", task),
             ))

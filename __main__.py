@@ -1,0 +1,13 @@
+"""agensh: one team profile per stack. Reads the profile, builds the Experiment, exports its record."""
+
+from pathlib import Path
+
+import pulumi
+
+from components.config import load
+from components.experiment import Experiment
+
+profile, secrets = load()
+experiment = Experiment("experiment", profile, secrets, project_dir=Path(__file__).resolve().parent)
+for key, value in experiment.outputs.items():
+    pulumi.export(key, value)

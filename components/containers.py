@@ -1,0 +1,53 @@
+"""One docker.Container from a Placement and its ServiceSpec: the only place containers are declared."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_docker as docker
+
+from .networks import Networks, docker_labels
+from .profile import Profile
+from .services import ServiceSpec
+from .topology import Placement
+
+SLICE = "pbench.slice"
+
+
+def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks,
+              secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> docker.Container:
+    attach = []
+    if c.internal_ip:
+        attach.append(docker.ContainerNetworksAdvancedArgs(name=nets.internal.name, ipv4_address=c.internal_ip,
+                                                           aliases=[c.role]))
+    if c.egress_ip:
+        attach.append(docker.ContainerNetworksAdvancedArgs(name=nets.egress.name, ipv4_address=c.egress_ip))
+    envs: list[pulumi.Input[str]] = [f"{k}={v}" for k, v in sorted(s.env.items())]
+    envs += [pulumi.Output.concat(k, "=", secrets[key]) for k, key in sorted(s.secret_env.items())]
+    health = None
+    if s.healthcheck:
+        health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), interval="5s", timeout="3s", retries=30,
+                                                 start_period="5s")
+    return docker.Container(
+        resource_name,
+        name=c.name,
+        image=s.image,
+        hostname=c.role if c.role not in ("router", "worker") else c.name,
+        networks_advanced=attach,
+        envs=envs,
+        labels=docker_labels(c.labels),
+        volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
+                                            read_only=m.read_only) for m in s.mounts],
+        ports=[docker.ContainerPortArgs(internal=i, external=e, ip="127.0.0.1") for i, e in sorted(s.published.items())],
+        command=list(s.command) if s.command else None,
+        user=s.user,
+        memory=s.memory_mb,
+        healthcheck=health,
+        wait=bool(s.healthcheck) and not s.one_shot,
+        wait_timeout=180,
+        must_run=not (s.one_shot or s.stopped_on_purpose),
+        attach=s.one_shot,
+        logs=s.one_shot,
+        restart="no",
+        cgroup_parent=SLICE if p.host_units != "off" else None,
+        opts=opts,
+    )

@@ -1,0 +1,65 @@
+"""Images: cleanroom images pulled per task, shared images built from the Agensh checkout, per-task workers."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pulumi
+import pulumi_docker as docker
+
+from . import naming
+from .profile import SHARED_IMAGES, WORKER_DOCKERFILE, Profile
+
+
+def context_digest(path: Path) -> str:
+    """Hash of a build context's files, so an edited Dockerfile or source rebuilds the image."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(path)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+class Images(pulumi.ComponentResource):
+    """Every image of a profile; `ids` maps each image name to its id (provenance)."""
+
+    cleanroom: dict[str, docker.RemoteImage]
+    shared: dict[str, docker.RemoteImage]
+    workers: dict[str, docker.RemoteImage]
+
+    def __init__(self, name: str, profile: Profile, checkout: Path, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("agensh:index:Images", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        p = profile
+
+        def build(key: str, image: str, dockerfile: str, context: Path, role: str, task: str | None = None,
+                  args: dict[str, pulumi.Input[str]] | None = None, depends: list[pulumi.Resource] | None = None
+                  ) -> docker.RemoteImage:
+            return docker.RemoteImage(
+                f"{name}-{key}", name=image, keep_locally=False,
+                build=docker.RemoteImageBuildArgs(
+                    context=str(context), dockerfile=str(checkout / dockerfile), no_cache=p.uncached,
+                    build_args=args, labels=naming.labels(p.profile, p.run_id, role, task), tags=[image]),
+                triggers={"context": context_digest(context), "dockerfile": context_digest((checkout / dockerfile).parent)},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []))
+
+        self.cleanroom = {
+            t: docker.RemoteImage(f"{name}-cleanroom-{naming.task_slug(t)}", name=p.cleanroom_image(t),
+                                  keep_locally=True, opts=child)
+            for t in p.tasks}
+        roles = ["agent-base", "egress-proxy"] if p.kind == "baseline" else list(SHARED_IMAGES)
+        self.shared = {
+            role: build(role, p.image(role), SHARED_IMAGES[role][0], checkout / SHARED_IMAGES[role][2], role)
+            for role in roles}
+        base = self.shared["agent-base"]
+        self.workers = {
+            t: build(f"worker-{naming.task_slug(t)}", p.worker_image(t), WORKER_DOCKERFILE, checkout, "worker-image", t,
+                     args={"TASK_IMAGE": self.cleanroom[t].name, "AGENT_BASE_IMAGE": base.name},
+                     depends=[base, self.cleanroom[t]])
+            for t in p.tasks}
+        by_name = ({p.cleanroom_image(t): i for t, i in self.cleanroom.items()}
+                   | {p.image(r): i for r, i in self.shared.items()}
+                   | {p.worker_image(t): i for t, i in self.workers.items()})
+        self.ids: pulumi.Output[dict[str, str]] = pulumi.Output.all(**{k: i.image_id for k, i in by_name.items()})
+        self.register_outputs({"ids": self.ids})

@@ -1,0 +1,33 @@
+"""Team: one task's routers and workers (one router per worker)."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_docker as docker
+
+from . import naming
+from .containers import container
+from .images import Images
+from .networks import Networks
+from .profile import Profile
+from .services import spec
+from .topology import placements
+
+
+class Team(pulumi.ComponentResource):
+    routers: list[docker.Container]
+    workers: list[docker.Container]
+
+    def __init__(self, name: str, profile: Profile, task: str, nets: Networks, images: Images,
+                 secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("agensh:index:Team", name, None, opts)
+        self.routers, self.workers = [], []
+        for c in placements(profile):
+            if c.task != task:
+                continue
+            deps: list[pulumi.Resource] = [images.workers[task]] if c.role == "worker" else [images.shared["mini-router"]]
+            made = container(f"{name}-{c.role}-{c.index}", profile, c, spec(profile, c), nets, secrets,
+                             pulumi.ResourceOptions(parent=self, depends_on=deps))
+            (self.workers if c.role == "worker" else self.routers).append(made)
+        self.register_outputs({"task": task, "slug": naming.task_slug(task),
+                               "workers": [w.name for w in self.workers]})
