@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pulumi
 import pulumi_docker as docker
 
@@ -13,6 +15,10 @@ from .topology import Placement
 SLICE = "pbench.slice"
 
 
+def sha256(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
 def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks,
               secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> docker.Container:
     attach = []
@@ -22,7 +28,9 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
     if c.egress_ip:
         attach.append(docker.ContainerNetworksAdvancedArgs(name=nets.egress.name, ipv4_address=c.egress_ip))
     envs: list[pulumi.Input[str]] = [f"{k}={v}" for k, v in sorted(s.env.items())]
-    envs += [pulumi.Output.concat(k, "=", secrets[key]) for k, key in sorted(s.secret_env.items())]
+    for k, key in sorted(s.secret_env.items()):
+        value = secrets[key].apply(sha256) if k.endswith("_SHA256") else secrets[key]
+        envs.append(pulumi.Output.concat(k, "=", value))
     health = None
     if s.healthcheck:
         health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), interval="5s", timeout="3s", retries=30,

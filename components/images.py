@@ -40,7 +40,7 @@ class Images(pulumi.ComponentResource):
                 f"{name}-{key}", name=image, keep_locally=False,
                 build=docker.RemoteImageBuildArgs(
                     context=str(context), dockerfile=str(checkout / dockerfile), no_cache=p.uncached,
-                    build_args=args, labels=naming.labels(p.profile, p.run_id, role, task), tags=[image]),
+                    build_args=args, labels=p.labels(role, task), tags=[image]),
                 triggers={"context": context_digest(context), "dockerfile": context_digest((checkout / dockerfile).parent)},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []))
 

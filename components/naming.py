@@ -14,6 +14,7 @@ PROFILE_LABEL = "agensh.profile"
 RUN_LABEL = "agensh.run-id"
 ROLE_LABEL = "agensh.role"
 TASK_LABEL = "agensh.task"
+KIND_LABEL = "agensh.kind"
 
 
 def task_slug(task_id: str) -> str:
@@ -39,13 +40,14 @@ def router_name(profile: str, task_id: str, n: int) -> str:
     return resource_name(profile, f"{task_slug(task_id)}-router", n)
 
 
-def labels(profile: str, run_id: str, role: str, task_id: str | None = None) -> dict[str, str]:
+def labels(profile: str, run_id: str, role: str, task_id: str | None = None, kind: str = "team") -> dict[str, str]:
     """Labels every container, network, volume and built image of a profile carries."""
     out = {
         COMPOSE_PROJECT_LABEL: compose_project(profile),
         PROFILE_LABEL: profile,
         RUN_LABEL: run_id,
         ROLE_LABEL: role,
+        KIND_LABEL: kind,
     }
     if task_id is not None:
         out[TASK_LABEL] = task_id

@@ -26,7 +26,7 @@ class Networks(pulumi.ComponentResource):
             return docker.Network(
                 f"{name}-{kind}", name=names[kind], internal=internal,
                 ipam_configs=[docker.NetworkIpamConfigArgs(subnet=subnet)],
-                labels=docker_labels(naming.labels(profile.profile, profile.run_id, f"{kind}-network")),
+                labels=docker_labels(profile.labels(f"{kind}-network")),
                 opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
 
         self.internal = network("internal", str(profile.internal_network), True)

@@ -122,6 +122,14 @@ class Profile(BaseModel):
     def compose_project(self) -> str:
         return naming.compose_project(self.profile)
 
+    def labels(self, role: str, task: str | None = None) -> dict[str, str]:
+        return naming.labels(self.profile, self.run_id, role, task, self.kind)
+
+    @property
+    def deadline(self) -> int:
+        """The task budget in seconds (hours * 3600 unless deadline_seconds says so; they must agree)."""
+        return self.deadline_seconds if self.deadline_seconds is not None else round(self.hours * 3600)
+
     @property
     def ramp(self) -> Ramp:
         return Ramp(

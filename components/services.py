@@ -29,7 +29,8 @@ class Mount:
 class ServiceSpec:
     image: str
     env: dict[str, str] = field(default_factory=dict)
-    secret_env: dict[str, str] = field(default_factory=dict)  # env name -> Secrets key
+    # env name -> Secrets key; a name ending in _SHA256 gets the secret's SHA-256 instead of the secret
+    secret_env: dict[str, str] = field(default_factory=dict)
     mounts: tuple[Mount, ...] = ()
     published: dict[int, int] = field(default_factory=dict)  # container port -> 127.0.0.1 port
     command: tuple[str, ...] | None = None
@@ -110,7 +111,7 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
             mounts=(Mount(data_dir(p, "tokens"), "/tokens"),), one_shot=True)
     if role == "model":
         return ServiceSpec(image=p.image("egress-proxy"), env={"STANDIN": "model", "PORT": str(HTTP_PORT)},
-                           secret_env={"EXPECTED_TOKEN": "llm_upstream_token"}, healthcheck=http_check(HTTP_PORT))
+                           secret_env={"EXPECTED_TOKEN_SHA256": "llm_upstream_token"}, healthcheck=http_check(HTTP_PORT))
     agent = f"{c.task}-{c.index}"
     common = {"AGENT_ID": agent, "TASK_ID": c.task or "", "BOARD_URL": url(p, "board"), "GITEA_URL": url(p, "gitea"),
               "MATTERMOST_URL": url(p, "mattermost")}
@@ -129,6 +130,7 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
              "LLM_PROXY_URL": f"http://{addressing.service_ip(p.internal_network, 'egress-proxy')}:{HTTP_PORT}",
              "ROUTER_URL": f"http://{router_ip(p, c.task, c.index)}:{HTTP_PORT}" if p.kind == "team" else "",
              "PBENCH_WAKE_OFFSET_S": str(p.task_budget.worker_offsets[c.index - 1]),
+             "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
              "REFERENCE_BINARY": "/opt/pbench/executable"},
         secret_env={"LLM_PROXY_TOKEN": "worker_proxy_token"},
         mounts=(Mount(str(PurePosixPath(p.agensh_checkout) / "prompts"), "/opt/agensh/prompts", read_only=True),))

@@ -51,7 +51,7 @@ def placements(p: Profile) -> list[Placement]:
             role=name,
             internal_ip=addressing.service_ip(internal, name) if name != "model" else None,
             egress_ip=egress_ip,
-            labels=naming.labels(p.profile, p.run_id, name),
+            labels=p.labels(name),
         )
 
     services = PLATFORM_SERVICES if p.kind == "team" else ("egress-proxy",)
@@ -68,12 +68,12 @@ def placements(p: Profile) -> list[Placement]:
                     name=naming.router_name(p.profile, task, n + 1), role="router", task=task, index=n + 1,
                     internal_ip=router_ip(p, task, n + 1),
                     memory_mb=p.router_memory_gib * GIB_MB,
-                    labels=naming.labels(p.profile, p.run_id, "router", task),
+                    labels=p.labels("router", task),
                 ))
             out.append(Placement(
                 name=naming.worker_name(p.profile, task, n + 1), role="worker", task=task, index=n + 1,
                 internal_ip=worker_ip(p, task, n + 1),
                 memory_mb=p.worker_memory_gib * GIB_MB,
-                labels=naming.labels(p.profile, p.run_id, "worker", task),
+                labels=p.labels("worker", task),
             ))
     return out

@@ -1,16 +1,21 @@
 """The agensh policy rules. `__main__.py` only builds the pack from `POLICIES`; tests import this module.
 
 Policies see the engine's view of resources: camelCase property names, numbers as floats, values unknown
-at preview absent. Every rule reports the resource's name and the fix.
+at preview absent. Every message names the resource and the fix. Each rule's level and numbers can be set
+through `--policy-pack-config` (see the README).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+import re
+from collections import Counter
+from typing import Any, Callable
 
 from pulumi_policy import (
     EnforcementLevel,
+    PolicyConfigSchema,
+    PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -23,12 +28,15 @@ NETWORK = "docker:index/network:Network"
 VOLUME = "docker:index/volume:Volume"
 IMAGE = "docker:index/remoteImage:RemoteImage"
 LABELLED = (CONTAINER, NETWORK, VOLUME)
-PROFILE_LABEL = "agensh.profile"
-ROLE_LABEL = "agensh.role"
+PROFILE_LABEL, ROLE_LABEL, TASK_LABEL, KIND_LABEL = "agensh.profile", "agensh.role", "agensh.task", "agensh.kind"
 COMPOSE_LABEL = "com.docker.compose.project"
 WORKER_UID = "10000:10000"
+MODEL_CREDENTIAL_KEYS = ("LLM_UPSTREAM_TOKEN", "UPSTREAM_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+SECRETISH = re.compile(r"PASSWORD|PASSWD|TOKEN|SECRET|API_KEY|CREDENTIAL|PRIVATE_KEY", re.I)
+WORKER_ALLOWED_SECRETS = ("LLM_PROXY_TOKEN",)  # the local proxy credential, nothing else
 
 
+# --- reading properties ---------------------------------------------------------------------------
 def label_map(props: dict[str, Any]) -> dict[str, str]:
     return {item.get("label"): item.get("value") for item in props.get("labels") or [] if isinstance(item, dict)}
 
@@ -37,82 +45,55 @@ def role(props: dict[str, Any]) -> str | None:
     return label_map(props).get(ROLE_LABEL)
 
 
-def _name(args: ResourceValidationArgs) -> str:
+def env_map(props: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for entry in props.get("envs") or []:
+        if isinstance(entry, str) and "=" in entry:
+            key, value = entry.split("=", 1)
+            out[key] = value
+    return out
+
+
+def containers(args: StackValidationArgs) -> list[PolicyResource]:
+    return [r for r in args.resources if r.resource_type == CONTAINER]
+
+
+def _name(args: ResourceValidationArgs | PolicyResource) -> str:
     return f"{args.resource_type.split(':')[-1]} {args.name!r}"
 
 
-# --- rule 10: labels ----------------------------------------------------------------------------
-def _labels(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in LABELLED or "labels" not in args.props:
-        return
-    labels = label_map(args.props)
-    missing = [k for k in (PROFILE_LABEL, COMPOSE_LABEL) if not labels.get(k)]
-    if missing:
-        report(f"{_name(args)} lacks the label(s) {', '.join(missing)}: the reboot guard and `destroy` "
-               "find a profile's objects by them. Build labels with components.naming.labels().")
-    elif not str(labels[COMPOSE_LABEL]).startswith("omcgitea-"):
-        report(f"{_name(args)} has Compose project {labels[COMPOSE_LABEL]!r}; it must start with 'omcgitea-' "
-               "so Agensh reboot guards recognise it.")
+def _policy(kind: type, name: str, description: str, validate: Callable[..., None],
+            config: dict[str, dict[str, Any]] | None = None) -> Any:
+    return kind(name=name, description=description, validate=validate, enforcement_level=EnforcementLevel.MANDATORY,
+                config_schema=PolicyConfigSchema(properties=config) if config else None)
 
 
-labels_present = ResourceValidationPolicy(
-    name="labels-present",
-    description="Every container, network and volume carries the profile and Compose-project labels.",
-    validate=_labels,
-    enforcement_level=EnforcementLevel.MANDATORY,
-)
+# --- 1: subnet capacity -------------------------------------------------------------------------------
+def _subnet_capacity(args: StackValidationArgs, report: ReportViolation) -> None:
+    reserve = int(args.get_config().get("reserve", 3))  # network address, gateway, broadcast
+    attached: Counter[str] = Counter()
+    for c in containers(args):
+        for n in c.props.get("networksAdvanced") or []:
+            attached[n.get("name")] += 1
+    for r in args.resources:
+        if r.resource_type != NETWORK:
+            continue
+        name = r.props.get("name", r.name)
+        for cfg in r.props.get("ipamConfigs") or []:
+            if not cfg.get("subnet"):
+                continue
+            size = ipaddress.IPv4Network(cfg["subnet"]).num_addresses
+            if attached[name] + reserve > size:
+                report(f"network {name!r} ({cfg['subnet']}, {size} addresses) cannot hold its {attached[name]} "
+                       f"containers plus {reserve} reserved addresses; give it a larger subnet.")
 
 
-# --- rule 6: published ports bind 127.0.0.1 --------------------------------------------------------
-def _loopback_ports(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER:
-        return
-    for port in args.props.get("ports") or []:
-        ip = port.get("ip", "0.0.0.0")
-        if ip is not None and ip != "127.0.0.1":
-            report(f"{_name(args)} publishes port {port.get('external', '?')} on {ip}; operator ports bind "
-                   "127.0.0.1 only (set ip='127.0.0.1').")
+subnet_capacity = _policy(StackValidationPolicy, "subnet-capacity",
+                          "Every network's subnet holds all containers attached to it plus gateway and reserve.",
+                          _subnet_capacity, {"reserve": {"type": "integer", "default": 3}})
 
 
-loopback_ports = ResourceValidationPolicy(
-    name="loopback-ports-only",
-    description="Published ports bind 127.0.0.1 only.",
-    validate=_loopback_ports,
-    enforcement_level=EnforcementLevel.MANDATORY,
-)
-
-
-# --- rule 3: worker isolation ---------------------------------------------------------------------
-def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER or role(args.props) != "worker":
-        return
-    p = args.props
-    nets = p.get("networksAdvanced") or []
-    if len(nets) > 1:
-        report(f"{_name(args)} joins {len(nets)} networks; a worker joins the internal team network only.")
-    if p.get("networkMode") not in (None, "", "bridge") and not nets:
-        report(f"{_name(args)} uses network mode {p.get('networkMode')!r}; a worker joins the internal team network only.")
-    if p.get("ports"):
-        report(f"{_name(args)} publishes ports; workers publish none.")
-    if p.get("privileged"):
-        report(f"{_name(args)} is privileged; workers never are.")
-    for v in p.get("volumes") or []:
-        if "docker.sock" in str(v.get("hostPath", "")) or "docker.sock" in str(v.get("containerPath", "")):
-            report(f"{_name(args)} mounts the Docker socket; workers must not control Docker.")
-    if "user" in p and p.get("user") != WORKER_UID:
-        report(f"{_name(args)} runs as {p.get('user')!r}; workers run as {WORKER_UID}.")
-
-
-worker_isolation = ResourceValidationPolicy(
-    name="worker-isolation",
-    description="Workers join only the internal network, publish no ports, are not privileged, mount no "
-                "Docker socket and run as 10000:10000.",
-    validate=_worker_isolation,
-    enforcement_level=EnforcementLevel.MANDATORY,
-)
-
-
-# --- rule 2: networks do not overlap; static addresses inside their subnet and unique ---------------
+# --- 2: networks do not overlap; static addresses inside their subnet and unique ---------------------
 def _subnets(args: StackValidationArgs, report: ReportViolation) -> None:
     nets: dict[str, ipaddress.IPv4Network] = {}
     for r in args.resources:
@@ -127,9 +108,7 @@ def _subnets(args: StackValidationArgs, report: ReportViolation) -> None:
             if nets[a].overlaps(nets[b]):
                 report(f"networks {a!r} ({nets[a]}) and {b!r} ({nets[b]}) overlap; give each its own subnet.")
     seen: dict[tuple[str, str], str] = {}
-    for r in args.resources:
-        if r.resource_type != CONTAINER:
-            continue
+    for r in containers(args):
         for n in r.props.get("networksAdvanced") or []:
             addr, net = n.get("ipv4Address"), n.get("name")
             if not addr or net not in nets:
@@ -141,12 +120,207 @@ def _subnets(args: StackValidationArgs, report: ReportViolation) -> None:
             seen[(net, addr)] = r.name
 
 
-subnets_disjoint = StackValidationPolicy(
-    name="subnets-disjoint",
-    description="No two networks overlap; static addresses lie inside their subnet and are unique.",
-    validate=_subnets,
-    enforcement_level=EnforcementLevel.MANDATORY,
-)
+subnets_disjoint = _policy(StackValidationPolicy, "subnets-disjoint",
+                           "No two networks overlap; static addresses lie inside their subnet and are unique.", _subnets)
 
 
-POLICIES: list[Any] = [labels_present, loopback_ports, worker_isolation, subnets_disjoint]
+# --- 3: worker isolation -------------------------------------------------------------------------------
+def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != CONTAINER or role(args.props) != "worker":
+        return
+    p = args.props
+    nets = p.get("networksAdvanced") or []
+    if len(nets) != 1:
+        report(f"{_name(args)} joins {len(nets)} networks; a worker joins the internal team network only.")
+    if p.get("networkMode") not in (None, "", "bridge"):
+        report(f"{_name(args)} uses network mode {p.get('networkMode')!r}; a worker joins the internal team network only.")
+    if p.get("ports"):
+        report(f"{_name(args)} publishes ports; workers publish none.")
+    if p.get("privileged"):
+        report(f"{_name(args)} is privileged; workers never are.")
+    for v in p.get("volumes") or []:
+        if "docker.sock" in f"{v.get('hostPath', '')}{v.get('containerPath', '')}":
+            report(f"{_name(args)} mounts the Docker socket; workers must not control Docker.")
+    if "user" in p and p.get("user") != WORKER_UID:
+        report(f"{_name(args)} runs as {p.get('user')!r}; workers run as {WORKER_UID}.")
+
+
+worker_isolation = _policy(ResourceValidationPolicy, "worker-isolation",
+                           "Workers join only the internal network, publish no ports, are not privileged, mount no "
+                           "Docker socket and run as 10000:10000.", _worker_isolation)
+
+
+# --- 4: memory ceilings ----------------------------------------------------------------------------------
+def _memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != CONTAINER:
+        return
+    cfg = args.get_config()
+    ceilings = {"worker": cfg.get("workerMaxMb", 64 * 1024), "router": cfg.get("routerMaxMb", 8 * 1024)}
+    r = role(args.props)
+    if r not in ceilings:
+        return
+    memory = args.props.get("memory")
+    if not memory:
+        report(f"{_name(args)} has no memory ceiling; set memory (MB) to at most {ceilings[r]}.")
+    elif memory > ceilings[r]:
+        report(f"{_name(args)} may use {memory:.0f} MB; the {r} ceiling is {ceilings[r]} MB.")
+
+
+memory_ceilings = _policy(ResourceValidationPolicy, "memory-ceilings",
+                          "Workers and routers have memory ceilings within the profile's (64 GiB and 8 GiB).",
+                          _memory, {"workerMaxMb": {"type": "integer", "default": 65536},
+                                    "routerMaxMb": {"type": "integer", "default": 8192}})
+
+
+# --- 5: credentials stay where they belong ----------------------------------------------------------------
+def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
+    allowed = args.get_config().get("modelCredentialRoles", ["egress-proxy"])
+    model_values, secret_values = set(), set()
+    for c in containers(args):
+        for key, value in env_map(c.props).items():
+            if len(value) >= 8 and SECRETISH.search(key):
+                secret_values.add(value)
+                if key in MODEL_CREDENTIAL_KEYS:
+                    model_values.add(value)
+    for c in containers(args):
+        r, env = role(c.props), env_map(c.props)
+        for key, value in env.items():
+            if key in MODEL_CREDENTIAL_KEYS and r not in allowed:
+                report(f"container {c.name!r} ({r}) carries the model credential {key}; only the egress proxy may. "
+                       "Give it the local proxy credential instead.")
+            elif r not in allowed and value in model_values:
+                report(f"container {c.name!r} carries the model credential's value in {key}; only the egress proxy may.")
+            elif r == "worker" and SECRETISH.search(key) and key not in WORKER_ALLOWED_SECRETS:
+                report(f"worker {c.name!r} has {key} in its environment; workers hold only the local proxy credential.")
+            elif r == "worker" and value in secret_values and key not in WORKER_ALLOWED_SECRETS:
+                report(f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy credential.")
+    for r in args.resources:
+        for label, value in label_map(r.props).items():
+            if SECRETISH.search(str(label)) or any(s in str(value) for s in secret_values):
+                report(f"{_name(r)} carries a password or token in label {label!r}; labels are not secret, remove it.")
+
+
+credentials_contained = _policy(StackValidationPolicy, "credentials-contained",
+                                "Only the egress proxy holds the model credential; workers hold only the local proxy "
+                                "credential; no label carries a password or token.", _credentials,
+                                {"modelCredentialRoles": {"type": "array", "items": {"type": "string"},
+                                                          "default": ["egress-proxy"]}})
+
+
+# --- 6: published ports bind 127.0.0.1; a baseline publishes none ---------------------------------------
+def _loopback_ports(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != CONTAINER:
+        return
+    ports = args.props.get("ports") or []
+    if ports and label_map(args.props).get(KIND_LABEL) == "baseline":
+        report(f"{_name(args)} belongs to a baseline, which publishes no host port; remove its ports.")
+    for port in ports:
+        ip = port.get("ip", "0.0.0.0")
+        if ip != "127.0.0.1":
+            report(f"{_name(args)} publishes port {port.get('external')} on {ip}; operator ports bind "
+                   "127.0.0.1 only (set ip='127.0.0.1').")
+
+
+loopback_ports = _policy(ResourceValidationPolicy, "loopback-ports-only",
+                         "Published ports bind 127.0.0.1 only; a baseline publishes none.", _loopback_ports)
+
+
+# --- 7: images --------------------------------------------------------------------------------------------
+def _images(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != IMAGE:
+        return
+    name = str(args.props.get("name", ""))
+    build = args.props.get("build")
+    if not build:
+        if "task_cleanroom" in name and "@sha256:" not in name and not args.get_config().get("allowUnpinnedCleanroom"):
+            report(f"{_name(args)} pulls {name} by tag; pin it by digest (cleanroom_digests) so every run uses the "
+                   "same cleanroom.")
+        return
+    tags = [name, *(build.get("tags") or [])]
+    for tag in tags:
+        last = tag.rsplit("/", 1)[-1]
+        if ":" not in last or last.endswith(":latest"):
+            report(f"{_name(args)} is tagged {tag!r}; built images carry an explicit tag other than latest.")
+    if build.get("noCache"):
+        shared = [t for t in tags if t.endswith((":local", ":pbench"))]
+        if shared:
+            report(f"{_name(args)} is an uncached build under the shared tag {shared[0]!r}; use a private tag.")
+
+
+image_pins = _policy(ResourceValidationPolicy, "image-pins",
+                     "Cleanroom images pinned by digest; no built image tagged latest; private tags for uncached builds.",
+                     _images, {"allowUnpinnedCleanroom": {"type": "boolean", "default": False}})
+
+
+# --- 8: team limits ------------------------------------------------------------------------------------------
+def _team_limits(args: StackValidationArgs, report: ReportViolation) -> None:
+    cfg = args.get_config()
+    admins, platform = int(cfg.get("administrators", 2)), int(cfg.get("platformConnections", 100))
+    workers = Counter(label_map(c.props).get(TASK_LABEL) for c in containers(args) if role(c.props) == "worker")
+    routers = Counter(label_map(c.props).get(TASK_LABEL) for c in containers(args) if role(c.props) == "router")
+    team, routed = max(workers.values(), default=0), max(routers.values(), default=0)
+    for c in containers(args):
+        r = role(c.props)
+        if r == "mattermost":
+            users = int(env_map(c.props).get("MM_TEAMSETTINGS_MAXUSERSPERTEAM", 200))
+            if users <= team + admins:
+                report(f"container {c.name!r}: MM_TEAMSETTINGS_MAXUSERSPERTEAM={users} must exceed {team} workers "
+                       f"+ {admins} administrators; raise mm_max_users_per_team.")
+        if r == "mysql":
+            flags = [a for a in c.props.get("command") or [] if str(a).startswith("--max-connections=")]
+            limit = int(flags[-1].split("=", 1)[1]) if flags else 151  # MySQL's own default
+            need = 4 * routed + platform
+            if limit < need:
+                report(f"container {c.name!r}: max connections {limit} do not cover 4 per router x {routed} + "
+                       f"{platform} for the platform ({need}); raise mysql_max_connections.")
+
+
+team_limits = _policy(StackValidationPolicy, "team-limits",
+                      "Mattermost users exceed workers plus administrators; MySQL connections cover 4 per router plus "
+                      "the platform.", _team_limits,
+                      {"administrators": {"type": "integer", "default": 2},
+                       "platformConnections": {"type": "integer", "default": 100}})
+
+
+# --- 9: model settings ----------------------------------------------------------------------------------------
+def _model(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != CONTAINER or role(args.props) not in ("egress-proxy", "worker"):
+        return
+    cfg, env = args.get_config(), env_map(args.props)
+    models, efforts = cfg.get("allowedModels", ["gpt-5.6-sol"]), cfg.get("allowedEfforts", ["high"])
+    if "MODEL" in env and env["MODEL"] not in models:
+        report(f"{_name(args)} uses model {env['MODEL']!r}; the pinned model is {models}. Set model, or allow it "
+               "in the policy config (allowedModels).")
+    if "REASONING_EFFORT" in env and env["REASONING_EFFORT"] not in efforts:
+        report(f"{_name(args)} uses reasoning effort {env['REASONING_EFFORT']!r}; the pinned effort is {efforts}.")
+    if "PBENCH_HOURS" in env and "PBENCH_DEADLINE_SECONDS" in env:
+        if round(float(env["PBENCH_HOURS"]) * 3600) != int(env["PBENCH_DEADLINE_SECONDS"]):
+            report(f"{_name(args)}: hours {env['PBENCH_HOURS']} and deadline {env['PBENCH_DEADLINE_SECONDS']} s disagree.")
+
+
+model_settings = _policy(ResourceValidationPolicy, "model-settings",
+                         "Model and effort match the pinned ones unless allowed; hours and deadline agree.", _model,
+                         {"allowedModels": {"type": "array", "items": {"type": "string"}, "default": ["gpt-5.6-sol"]},
+                          "allowedEfforts": {"type": "array", "items": {"type": "string"}, "default": ["high"]}})
+
+
+# --- 10: labels --------------------------------------------------------------------------------------------------
+def _labels(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in LABELLED:
+        return
+    labels = label_map(args.props)
+    missing = [k for k in (PROFILE_LABEL, COMPOSE_LABEL) if not labels.get(k)]
+    if missing:
+        report(f"{_name(args)} lacks the label(s) {', '.join(missing)}: the reboot guard and `destroy` "
+               "find a profile's objects by them. Build labels with Profile.labels().")
+    elif not str(labels[COMPOSE_LABEL]).startswith("omcgitea-"):
+        report(f"{_name(args)} has Compose project {labels[COMPOSE_LABEL]!r}; it must start with 'omcgitea-' "
+               "so Agensh reboot guards recognise it.")
+
+
+labels_present = _policy(ResourceValidationPolicy, "labels-present",
+                         "Every container, network and volume carries the profile and Compose-project labels.", _labels)
+
+
+POLICIES = [subnet_capacity, subnets_disjoint, worker_isolation, memory_ceilings, credentials_contained,
+            loopback_ports, image_pins, team_limits, model_settings, labels_present]

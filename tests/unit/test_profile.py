@@ -107,7 +107,7 @@ def test_derived_names_images_and_labels():
     assert naming.worker_name("cohort-w8", TASK, 3) == "omcgitea-cohort-w8-jgm-pandoc-5caad90-worker-3"
     assert naming.labels("cohort-w8", p.run_id, "worker", TASK) == {
         "com.docker.compose.project": "omcgitea-cohort-w8", "agensh.profile": "cohort-w8",
-        "agensh.run-id": p.run_id, "agensh.role": "worker", "agensh.task": TASK}
+        "agensh.run-id": p.run_id, "agensh.role": "worker", "agensh.task": TASK, "agensh.kind": "team"}
 
 
 def test_digest_pins_and_private_tags():

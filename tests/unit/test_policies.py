@@ -1,0 +1,170 @@
+"""Every policy rule, passing and failing, with validation arguments built by hand (never the pack's __main__)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pulumi_policy import (PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs,
+                           StackValidationArgs)
+
+from policies import rules
+
+OPTS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+LABELS = {"agensh.profile": "p", "com.docker.compose.project": "omcgitea-p", "agensh.kind": "team"}
+
+
+def labels(role: str | None = None, task: str | None = None, **extra: str) -> list[dict[str, str]]:
+    out = dict(LABELS, **extra)
+    if role:
+        out["agensh.role"] = role
+    if task:
+        out["agensh.task"] = task
+    return [{"label": k, "value": v} for k, v in out.items()]
+
+
+def worker(**over: Any) -> dict[str, Any]:
+    props = {"name": "w1", "user": "10000:10000", "memory": 65536.0, "labels": labels("worker", "t"),
+             "networksAdvanced": [{"name": "internal", "ipv4Address": "10.1.0.24"}],
+             "envs": ["MODEL=gpt-5.6-sol", "REASONING_EFFORT=high", "LLM_PROXY_TOKEN=proxy-cred-123456",
+                      "PBENCH_HOURS=6.0", "PBENCH_DEADLINE_SECONDS=21600"]}
+    props.update(over)
+    return props
+
+
+def container(role: str, **over: Any) -> dict[str, Any]:
+    props = {"name": role, "labels": labels(role), "networksAdvanced": [], "envs": []}
+    props.update(over)
+    return props
+
+
+def network(name: str, subnet: str) -> dict[str, Any]:
+    return {"name": name, "internal": True, "labels": labels("net"), "ipamConfigs": [{"subnet": subnet}]}
+
+
+def check(policy, rtype: str, props: dict[str, Any], config: dict[str, Any] | None = None) -> list[str]:
+    got: list[str] = []
+    args = ResourceValidationArgs(rtype, props, f"urn:{props.get('name')}", str(props.get("name")), OPTS, None, config or {})
+    policy.validate(args, lambda msg, urn=None: got.append(msg))
+    return got
+
+
+def check_stack(policy, resources: list[tuple[str, dict[str, Any]]], config: dict[str, Any] | None = None) -> list[str]:
+    got: list[str] = []
+    prs = [PolicyResource(t, p, f"urn:{p.get('name')}", str(p.get("name")), OPTS, None, None, [], {}) for t, p in resources]
+    policy.validate(StackValidationArgs(prs, config or {}), lambda msg, urn=None: got.append(msg))
+    return got
+
+
+C, N, I = rules.CONTAINER, rules.NETWORK, rules.IMAGE
+
+
+def team(n_workers: int, subnet: str = "10.1.0.0/24") -> list[tuple[str, dict[str, Any]]]:
+    out = [(N, network("internal", subnet))]
+    out += [(C, worker(name=f"w{i}", networksAdvanced=[{"name": "internal", "ipv4Address": f"10.1.0.{i + 16}"}]))
+            for i in range(n_workers)]
+    return out
+
+
+def test_every_policy_is_in_the_pack_and_mandatory():
+    assert len(rules.POLICIES) == 10
+    assert len({p.name for p in rules.POLICIES}) == 10
+
+
+def test_1_subnet_capacity():
+    assert check_stack(rules.subnet_capacity, team(4, "10.1.0.0/29")) == []
+    got = check_stack(rules.subnet_capacity, team(6, "10.1.0.0/29"))
+    assert len(got) == 1 and "cannot hold its 6 containers plus 3 reserved" in got[0]
+
+
+def test_2_subnets_disjoint():
+    ok = [(N, network("a", "10.1.0.0/24")), (N, network("b", "10.1.255.0/24"))]
+    assert check_stack(rules.subnets_disjoint, ok + team(2)[1:]) == []
+    bad = [(N, network("a", "10.1.0.0/16")), (N, network("b", "10.1.255.0/24")),
+           (C, container("x", networksAdvanced=[{"name": "a", "ipv4Address": "10.2.0.5"}])),
+           (C, container("y", networksAdvanced=[{"name": "b", "ipv4Address": "10.1.255.9"}])),
+           (C, container("z", networksAdvanced=[{"name": "b", "ipv4Address": "10.1.255.9"}]))]
+    got = check_stack(rules.subnets_disjoint, bad)
+    assert any("overlap" in m for m in got) and any("outside 'a'" in m for m in got) and any("share address" in m for m in got)
+
+
+def test_3_worker_isolation():
+    assert check(rules.worker_isolation, C, worker()) == []
+    bad = worker(user="root", privileged=True, ports=[{"internal": 80.0, "external": 8080.0, "ip": "127.0.0.1"}],
+                 volumes=[{"hostPath": "/var/run/docker.sock", "containerPath": "/var/run/docker.sock"}],
+                 networksAdvanced=[{"name": "internal"}, {"name": "egress"}])
+    got = check(rules.worker_isolation, C, bad)
+    assert len(got) == 5
+    assert any("runs as 'root'" in m for m in got) and any("Docker socket" in m for m in got)
+
+
+def test_4_memory_ceilings():
+    assert check(rules.memory_ceilings, C, worker()) == []
+    assert "no memory ceiling" in check(rules.memory_ceilings, C, worker(memory=None))[0]
+    assert "ceiling is 65536 MB" in check(rules.memory_ceilings, C, worker(memory=70000.0))[0]
+    router = container("router", memory=16384.0)
+    assert "router ceiling is 8192 MB" in check(rules.memory_ceilings, C, router)[0]
+    assert check(rules.memory_ceilings, C, router, {"routerMaxMb": 16384}) == []
+
+
+def test_5_credentials_contained():
+    proxy = container("egress-proxy", envs=["LLM_UPSTREAM_TOKEN=sk-model-credential", "WORKER_PROXY_TOKEN=proxy-cred-123456"])
+    mysql = container("mysql", envs=["MYSQL_ROOT_PASSWORD=mysql-password-1"])
+    assert check_stack(rules.credentials_contained, [(C, proxy), (C, mysql), (C, worker())]) == []
+    leaky = worker(envs=["LLM_UPSTREAM_TOKEN=sk-model-credential", "DB=mysql-password-1"])
+    labelled = container("board", labels=labels("board", **{"api_token": "abc"}))
+    got = check_stack(rules.credentials_contained, [(C, proxy), (C, mysql), (C, leaky), (C, labelled)])
+    assert any("carries the model credential LLM_UPSTREAM_TOKEN" in m for m in got)
+    assert any("holds a password or token in DB" in m for m in got)
+    assert any("label 'api_token'" in m for m in got)
+
+
+def test_6_loopback_ports():
+    ok = container("gitea", ports=[{"internal": 3000.0, "external": 24400.0, "ip": "127.0.0.1"}])
+    assert check(rules.loopback_ports, C, ok) == []
+    bad = container("gitea", ports=[{"internal": 3000.0, "external": 24400.0, "ip": "0.0.0.0"}])
+    assert "on 0.0.0.0" in check(rules.loopback_ports, C, bad)[0]
+    baseline = container("egress-proxy", labels=labels("egress-proxy", **{"agensh.kind": "baseline"}),
+                         ports=[{"internal": 80.0, "external": 9000.0, "ip": "127.0.0.1"}])
+    assert "baseline, which publishes no host port" in check(rules.loopback_ports, C, baseline)[0]
+
+
+def test_7_image_pins():
+    pinned = {"name": "programbench/x_1776_y.1@sha256:" + "a" * 64}
+    assert check(rules.image_pins, I, pinned) == []
+    by_tag = {"name": "programbench/x_1776_y.1:task_cleanroom_v6"}
+    assert "pin it by digest" in check(rules.image_pins, I, by_tag)[0]
+    assert check(rules.image_pins, I, by_tag, {"allowUnpinnedCleanroom": True}) == []
+    latest = {"name": "omcgitea-board:latest", "build": {"context": "/x", "tags": ["omcgitea-board:latest"]}}
+    assert "other than latest" in check(rules.image_pins, I, latest)[0]
+    uncached = {"name": "omcgitea-board:local", "build": {"context": "/x", "noCache": True}}
+    assert "use a private tag" in check(rules.image_pins, I, uncached)[0]
+    assert check(rules.image_pins, I, {"name": "omcgitea-board:p-run", "build": {"noCache": True}}) == []
+
+
+def test_8_team_limits():
+    members = team(3)[1:] + [(C, container("router", labels=labels("router", "t"))) for _ in range(3)]
+    mm = container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=200"])
+    mysql = container("mysql", command=["mysqld", "--max-connections=1000"])
+    assert check_stack(rules.team_limits, members + [(C, mm), (C, mysql)]) == []
+    mm_small = container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=5"])
+    mysql_small = container("mysql", command=["mysqld", "--max-connections=100"])
+    got = check_stack(rules.team_limits, members + [(C, mm_small), (C, mysql_small)])
+    assert any("must exceed 3 workers + 2 administrators" in m for m in got)
+    assert any("do not cover 4 per router x 3 + 100" in m for m in got)
+
+
+def test_9_model_settings():
+    assert check(rules.model_settings, C, worker()) == []
+    other = worker(envs=["MODEL=gpt-4o", "REASONING_EFFORT=low", "PBENCH_HOURS=6.0", "PBENCH_DEADLINE_SECONDS=3600"])
+    got = check(rules.model_settings, C, other)
+    assert len(got) == 3 and "allowedModels" in got[0] and "disagree" in got[2]
+    assert len(check(rules.model_settings, C, other, {"allowedModels": ["gpt-4o"], "allowedEfforts": ["low"]})) == 1
+
+
+@pytest.mark.parametrize("rtype", [C, N, rules.VOLUME])
+def test_10_labels(rtype):
+    assert check(rules.labels_present, rtype, {"name": "x", "labels": labels()}) == []
+    assert "lacks the label(s) agensh.profile" in check(rules.labels_present, rtype, {"name": "x", "labels": []})[0]
+    foreign = [{"label": "agensh.profile", "value": "p"}, {"label": "com.docker.compose.project", "value": "other"}]
+    assert "must start with 'omcgitea-'" in check(rules.labels_present, rtype, {"name": "x", "labels": foreign})[0]
