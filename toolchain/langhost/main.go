@@ -157,11 +157,19 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 	args = append(args, program)
 	args = append(args, req.GetArgs()...)
 
-	config, err := json.Marshal(req.GetConfig())
+	// Never "null": the SDK expects an object and a list even when the stack has no config.
+	configMap, secretList := req.GetConfig(), req.GetConfigSecretKeys()
+	if configMap == nil {
+		configMap = map[string]string{}
+	}
+	if secretList == nil {
+		secretList = []string{}
+	}
+	config, err := json.Marshal(configMap)
 	if err != nil {
 		return nil, err
 	}
-	secretKeys, err := json.Marshal(req.GetConfigSecretKeys())
+	secretKeys, err := json.Marshal(secretList)
 	if err != nil {
 		return nil, err
 	}
