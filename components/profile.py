@@ -43,76 +43,77 @@ class Profile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # Identity and isolation (REQUIREMENTS 8, 9)
-    kind: Literal["team", "baseline"] = "team"
+    kind: Literal["team", "baseline"] = Field("team", description="A team, or the standalone single-agent baseline")
     profile: str = Field(description="Profile suffix; names every container, network and volume")
     run_id: str = Field(description="UTC run id, `date -u +%Y%m%dt%H%M%Sz`")
-    port_base: int = Field(24400, ge=1024, le=65535 - len(addressing.PORT_OFFSETS))
-    subnet_octet: int = Field(249, ge=1, le=254)
+    port_base: int = Field(24400, ge=1024, le=65535 - len(addressing.PORT_OFFSETS),
+                           description="First loopback port of the operator port map")
+    subnet_octet: int = Field(249, ge=1, le=254, description="X in the profile's 10.X.0.0/16")
     internal_subnet: str | None = Field(None, description="Overrides the derived internal (team) subnet")
     egress_subnet: str | None = Field(None, description="Overrides the derived egress subnet")
 
     # Tasks and team (REQUIREMENTS 6, 7)
-    tasks: list[str] = Field(min_length=1)
-    workers: int = Field(8, ge=1, le=512)
-    hours: float = Field(6.0, gt=0)
+    tasks: list[str] = Field(min_length=1, description="ProgramBench task ids, run in this order")
+    workers: int = Field(8, ge=1, le=512, description="Workers per task (a router each)")
+    hours: float = Field(6.0, gt=0, description="Budget per task, wake ramp included")
     deadline_seconds: int | None = Field(None, description="Must equal hours * 3600 when given")
-    model: str = PINNED_MODEL
-    reasoning_effort: Literal["low", "medium", "high", "xhigh"] = PINNED_EFFORT
-    model_api: Literal["responses"] = "responses"
-    prompt_window_tokens: int = Field(272_000, gt=0)
-    llm_upstream: str = Field(description="Gateway base URL, without /v1/responses")
+    model: str = Field(PINNED_MODEL, description="Model id; the launch checks it")
+    reasoning_effort: Literal["low", "medium", "high", "xhigh"] = Field(PINNED_EFFORT, description="Reasoning effort")
+    model_api: Literal["responses"] = Field("responses", description="The Responses API")
+    prompt_window_tokens: int = Field(272_000, gt=0, description="Prompt window")
+    llm_upstream: str = Field(description="Gateway base URL, without /v1/responses (LLM_UPSTREAM)")
 
     # Team limits (REQUIREMENTS 20, 22)
-    worker_memory_gib: int = Field(64, gt=0)
-    router_memory_gib: int = Field(8, gt=0)
-    slice_memory_percent: int = Field(80, gt=0, le=100)
-    mm_max_users_per_team: int = Field(200, gt=0)
+    worker_memory_gib: int = Field(64, gt=0, description="Worker memory ceiling (a limit, not a reservation)")
+    router_memory_gib: int = Field(8, gt=0, description="Router memory ceiling")
+    slice_memory_percent: int = Field(80, gt=0, le=100, description="pbench.slice MemoryMax, % of host RAM")
+    mm_max_users_per_team: int = Field(200, gt=0, description="MM_MAX_USERS_PER_TEAM; must exceed workers + admins")
     administrators: int = Field(2, ge=1, description="Mattermost users besides the workers")
-    mysql_max_connections: int = Field(1000, gt=0)
+    mysql_max_connections: int = Field(1000, gt=0, description="MYSQL_MAX_CONNECTIONS; 4 per router + platform")
     mysql_platform_connections: int = Field(100, ge=0, description="Connections the platform services use")
-    mini_router_stuck_ms: int = Field(1_200_000, gt=0)
+    mini_router_stuck_ms: int = Field(1_200_000, gt=0, description="MINI_ROUTER_STUCK_MS, ACP silence watchdog")
 
     # Timing (REQUIREMENTS 29, 30, 33, 41)
-    wake_stagger_s: float = Field(30.0, ge=0)
-    wake_fast_stagger_s: float = Field(3.0, ge=0)
-    wake_slow_workers: int = Field(120, ge=0)
-    bringup_settle_s: float = Field(20.0, ge=0)
-    wake_ramp_subj_s: float = Field(60.0, ge=60.0, description="Least wait after the settle")
-    idle_nudge_s: int = Field(600, gt=0)
-    idle_check_s: int = Field(60, gt=0)
-    export_grace_s: int = Field(600, ge=0)
-    snapshot_seconds: int = Field(1200, gt=0)
+    wake_stagger_s: float = Field(30.0, ge=0, description="PBENCH_WAKE_STAGGER_S, per worker up to wake_slow_workers")
+    wake_fast_stagger_s: float = Field(3.0, ge=0, description="PBENCH_WAKE_FAST_STAGGER_S, per worker after that")
+    wake_slow_workers: int = Field(120, ge=0, description="Workers woken at the slow stagger")
+    bringup_settle_s: float = Field(20.0, ge=0, description="PBENCH_BRINGUP_SETTLE_S, serial settle after the ramp")
+    wake_ramp_subj_s: float = Field(60.0, ge=60.0, description="PBENCH_WAKE_RAMP_SUBJ_S, least wait before kickoff")
+    idle_nudge_s: int = Field(600, gt=0, description="Idle nudge after this much inactivity")
+    idle_check_s: int = Field(60, gt=0, description="Idle check interval")
+    export_grace_s: int = Field(600, ge=0, description="Archive grace for workers after the export")
+    snapshot_seconds: int = Field(1200, gt=0, description="Baseline snapshot interval")
 
     # Images (REQUIREMENTS 10, 15-19)
     agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")
-    agent_image_tag: str = "pbench"
-    agent_base_image: str = SHARED_IMAGES["agent-base"][1]
-    mini_router_image: str = SHARED_IMAGES["mini-router"][1]
-    board_image: str = SHARED_IMAGES["board"][1]
-    secret_service_image: str = SHARED_IMAGES["secret-service"][1]
-    bootstrap_image: str = SHARED_IMAGES["bootstrap"][1]
-    egress_proxy_image: str = SHARED_IMAGES["egress-proxy"][1]
-    mysql_image: str = "mysql:8.4"
-    gitea_image: str = "gitea/gitea:1.22"
-    mattermost_image: str = "mattermost/mattermost-team-edition:10.5"
-    cleanroom_org: str = "programbench"
-    cleanroom_digests: dict[str, str] = Field(default_factory=dict, description="task id -> sha256 digest")
-    uncached: bool = Field(False, description="--no-cache builds under private tags")
+    agent_image_tag: str = Field("pbench", description="AGENT_IMAGE_TAG of every omcgitea-agent-<slug> image")
+    agent_base_image: str = Field(SHARED_IMAGES["agent-base"][1], description="Worker base image")
+    mini_router_image: str = Field(SHARED_IMAGES["mini-router"][1], description="MINI_ROUTER_IMAGE")
+    board_image: str = Field(SHARED_IMAGES["board"][1], description="BOARD_IMAGE")
+    secret_service_image: str = Field(SHARED_IMAGES["secret-service"][1], description="SECRET_SERVICE_IMAGE (token service)")
+    bootstrap_image: str = Field(SHARED_IMAGES["bootstrap"][1], description="BOOTSTRAP_IMAGE")
+    egress_proxy_image: str = Field(SHARED_IMAGES["egress-proxy"][1], description="Egress proxy image")
+    mysql_image: str = Field("mysql:8.4", description="Pulled; tag or @sha256 digest")
+    gitea_image: str = Field("gitea/gitea:1.22", description="Pulled; tag or @sha256 digest")
+    mattermost_image: str = Field("mattermost/mattermost-team-edition:10.5", description="Pulled; tag or digest")
+    cleanroom_org: str = Field("programbench", description="Org of the cleanroom images (PROGRAMBENCH_DOCKER_ORG)")
+    cleanroom_digests: dict[str, str] = Field(default_factory=dict, description="task id -> sha256 digest to pin")
+    uncached: bool = Field(False, description="--no-cache builds under private tags <profile>-<run id>")
 
     # Host (REQUIREMENTS 1-5)
-    host_units: Literal["local", "remote", "off"] = "local"
-    ssh_host: str | None = None
-    ssh_port: int = 22
-    ssh_user: str = "root"
-    ssh_key_path: str | None = None
+    host_units: Literal["local", "remote", "off"] = Field("local", description="Where pbench.slice and the guard go")
+    ssh_host: str | None = Field(None, description="Host for host_units=remote")
+    ssh_port: int = Field(22, description="SSH port")
+    ssh_user: str = Field("root", description="SSH user")
+    ssh_key_path: str | None = Field(None, description="SSH private key file")
 
     # Evaluation and records (REQUIREMENTS 32, 36, 41)
-    data_root: str = "~/.agensh/data"
-    traj_root: str = "~/pbench-trajectories"
-    skip_eval: bool = False
-    eval_docker_cpus: int | None = Field(None, gt=0, description="Default: min(10, host CPUs)")
-    eval_pytest_addopts: str = ""
-    eval_memory_gib: int = Field(16, gt=0)
+    data_root: str = Field("~/.agensh/data", description="Profile data and run directories")
+    traj_root: str = Field("~/pbench-trajectories", description="TRAJ_ROOT for trajectory copies")
+    skip_eval: bool = Field(False, description="Export without evaluating")
+    eval_docker_cpus: int | None = Field(None, gt=0, description="--docker-cpus; default min(10, host CPUs)")
+    eval_pytest_addopts: str = Field("", description="PBENCH_EVAL_PYTEST_ADDOPTS, e.g. --rootdir=.")
+    eval_memory_gib: int = Field(16, gt=0, description="Memory cap per evaluation container")
     allow_dirty: bool = Field(False, description="Record a dirty checkout instead of refusing it")
     egress_internal: bool = Field(False, description="Egress network without outside access (demo, tests)")
     model_standin: bool = Field(False, description="Run the demo's stand-in model on the egress network")

@@ -3,7 +3,8 @@
 # PyPI pulumi-docker==5.2.0 for Container/Network/Volume/RemoteImage) from Go modules only.
 #
 # Usage: build.sh OUTPUT_PATH
-# Env (optional): PLUGIN_VERSION (5.2.0), UPSTREAM_VERSION, WORK_DIR (default mktemp -d), KEEP_WORK=1
+# Env (optional): PLUGIN_VERSION (5.2.0), UPSTREAM_VERSION, WORK_DIR (default mktemp -d), KEEP_WORK=1,
+#   PULUMI_DOCKER_SDK (pulumi_docker package dir for the wire-name check), SCHEMA_OUT (copy schema.json there)
 #
 # Why a work dir: the upstream TF provider keeps its constructor in internal/, so we need a
 # writable copy of it with our _shim/shim.go added; that copy must never land in our repo.
@@ -43,9 +44,22 @@ log "building pulumi-tfgen-docker (tags $TAGS)"
 go build -mod=mod -trimpath -tags "$TAGS" -ldflags "$LDFLAGS" -o "$WORK/bin/pulumi-tfgen-docker" ./cmd/pulumi-tfgen-docker
 
 log "generating schema"
-"$WORK/bin/pulumi-tfgen-docker" schema --out "$WORK/schema" >"$WORK/tfgen.log" 2>&1 || { cat "$WORK/tfgen.log" >&2; exit 1; }
+# --skip-examples: converting the docs' HCL examples would need the pulumi CLI and its converter plugin
+"$WORK/bin/pulumi-tfgen-docker" schema --skip-examples --out "$WORK/schema" >"$WORK/tfgen.log" 2>&1 || { cat "$WORK/tfgen.log" >&2; exit 1; }
 grep -iE '^(error|warning)' "$WORK/tfgen.log" | head -20 >&2 || true
 cp "$WORK/schema/schema.json" cmd/pulumi-resource-docker/schema-embed.json
+
+# Wire compatibility gate: property names must match the Python SDK we serve.
+SDK=${PULUMI_DOCKER_SDK:-$HERE/../../.venv/lib/python3.11/site-packages/pulumi_docker}
+if [ -d "$SDK" ]; then
+  log "checking wire names against $SDK"
+  if ! python3 "$HERE/scripts/check_wire_names.py" "$WORK/schema/schema.json" "$SDK" >"$WORK/wire.log"; then
+    cat "$WORK/wire.log" >&2; exit 1
+  fi
+  tail -1 "$WORK/wire.log" >&2
+else
+  log "pulumi_docker SDK not found at $SDK; skipping wire-name check"
+fi
 
 log "building pulumi-resource-docker $PLUGIN_VERSION"
 mkdir -p "$(dirname "$OUT")"

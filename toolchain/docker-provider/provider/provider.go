@@ -4,6 +4,7 @@
 package provider
 
 import (
+	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 	"github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfbridge"
 	shim "github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfshim"
 	shimv2 "github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfshim/sdk-v2"
@@ -26,7 +27,9 @@ var resources = map[string]string{
 
 // Provider returns the ProviderInfo for the docker package.
 func Provider() tfbridge.ProviderInfo {
-	p := shimv2.NewProvider(upstreamshim.NewProvider())
+	tf := upstreamshim.NewProvider()
+	fixSchema(tf)
+	p := shimv2.NewProvider(tf)
 
 	info := tfbridge.ProviderInfo{
 		P:           p,
@@ -34,6 +37,8 @@ func Provider() tfbridge.ProviderInfo {
 		Version:     Version,
 		DisplayName: "Docker",
 		Publisher:   "agensh",
+		// tfgen takes descriptions from the upstream docs/; build.sh runs it next to ./upstream.
+		UpstreamRepoPath: "./upstream",
 		Config: map[string]*tfbridge.SchemaInfo{
 			// TF marks host Required with a DefaultFunc (DOCKER_HOST or the local socket). The
 			// Python SDK treats it as optional with a DOCKER_HOST env default; mirror that so the
@@ -64,4 +69,13 @@ func Provider() tfbridge.ProviderInfo {
 	// Container/Network/Volume names are optional in the SDK: Pulumi auto-names them.
 	info.SetAutonaming(255, "-")
 	return info
+}
+
+// fixSchema patches upstream schema quirks that would show up as spurious diffs in Pulumi.
+func fixSchema(p *schema.Provider) {
+	// docker_container.memory_swap is Optional but not Computed, yet Read stores the engine's
+	// value (Docker defaults it to 2x memory when memory is set). With memory set and
+	// memory_swap unset every `pulumi up` then proposed "-memorySwap". Computed keeps the
+	// read-back value when the program does not set it (same wire shape: it is an output anyway).
+	p.ResourcesMap["docker_container"].Schema["memory_swap"].Computed = true
 }
