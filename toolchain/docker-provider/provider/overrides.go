@@ -8,7 +8,7 @@ import "github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfbridge"
 func applyOverrides(info *tfbridge.ProviderInfo) {
 	field(info.Resources["docker_container"], "command", "command")                    // not "commands"
 	field(info.Resources["docker_container"], "networks_advanced", "networksAdvanced") // not "networksAdvanceds"
-	info.Config["registry_auth"] = &tfbridge.SchemaInfo{Name: "registryAuth"}         // not "registryAuths"
+	info.Config["registry_auth"] = &tfbridge.SchemaInfo{Name: "registryAuth"}          // not "registryAuths"
 }
 
 func field(r *tfbridge.ResourceInfo, tf, pulumi string) {
