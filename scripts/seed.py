@@ -1,0 +1,78 @@
+"""seed: create the task's repository in Gitea (REST API) and push the task's starting workspace over Git.
+
+The workspace comes from the task's cleanroom image (`/workspace`); the reference binary is never copied
+out. Idempotent: an existing repository with a `main` branch is left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from scripts.gitops import git, with_user
+from scripts.http import request
+from scripts.records import StepFailed, progress, run_step
+
+ORG = "team"
+NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
+
+
+def workspace_from_image(image: str, dest: Path) -> list[str]:
+    """Copy /workspace out of the cleanroom image, minus the reference binary."""
+    cid = subprocess.run(["docker", "create", image], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        tar = subprocess.run(["docker", "cp", f"{cid}:/workspace/.", "-"], capture_output=True, check=True).stdout
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(dest), "--no-same-owner"], input=tar, check=True)
+    for name in NEVER_COPIED:
+        (dest / name).unlink(missing_ok=True)
+    return sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+
+
+def seed(a: dict[str, Any], password: str) -> dict[str, Any]:
+    gitea, user, repo = a["gitea_url"].rstrip("/"), a["gitea_user"], a["repo"]
+    auth = (user, password)
+    progress(f"seed: creating {ORG}/{repo} in {gitea}")
+    request("POST", f"{gitea}/api/v1/orgs", {"username": ORG}, auth=auth, ok=(409, 422))
+    request("POST", f"{gitea}/api/v1/orgs/{ORG}/repos", {"name": repo, "default_branch": "main", "auto_init": False},
+            auth=auth, ok=(409,))
+    remote = with_user(f"{gitea}/{ORG}/{repo}.git", user)
+    heads = git("ls-remote", remote, "refs/heads/main", password=password)
+    if heads:
+        return {"repo": f"{ORG}/{repo}", "commit": heads.split()[0], "seeded": "already"}
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        files = workspace_from_image(a["cleanroom_image"], ws)
+        progress(f"seed: pushing {len(files)} files from {a['cleanroom_image']}")
+        git("init", "-q", "-b", "main", cwd=ws)
+        git("add", "-A", cwd=ws)
+        git("commit", "-q", "--allow-empty", "-m", f"Task {a['task_id']}: starting workspace", cwd=ws)
+        git("push", "-q", remote, "main", cwd=ws, password=password)
+        commit = git("rev-parse", "HEAD", cwd=ws)
+    return {"repo": f"{ORG}/{repo}", "commit": commit, "seeded": "now", "files": files}
+
+
+def main(env: Mapping[str, str] = os.environ) -> int:
+    a = json.loads(env["AGENSH_INPUT"])
+    password = env.get("AGENSH_GITEA_PASSWORD")
+    if not password:
+        print("seed: AGENSH_GITEA_PASSWORD is not set", file=sys.stderr)
+        return 2
+
+    def body() -> dict[str, Any]:
+        try:
+            return seed(a, password)
+        except (RuntimeError, subprocess.CalledProcessError) as err:
+            raise StepFailed(str(err)) from None
+
+    return run_step("seed", Path(a["run_dir"]), a["task_id"], a, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
