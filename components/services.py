@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from . import addressing
+from . import addressing, naming
 from .profile import Profile
 from .topology import WORKER_USER, Placement, router_ip
 
 HTTP_PORT = 8080
+TEAM_ORG = "team"  # the Gitea organisation holding every task repository
+ADMIN_USER = "pbench-admin"
 SERVICE_PORTS = {"gitea": 3000, "mattermost": 8065, "board": HTTP_PORT, "secret-service": HTTP_PORT, "mysql": 3306}
 
 
@@ -73,7 +75,7 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
             env={"GITEA__security__INSTALL_LOCK": "true", "GITEA__database__DB_TYPE": "mysql",
                  "GITEA__database__HOST": f"{addressing.service_ip(p.internal_network, 'mysql')}:3306",
                  "GITEA__database__USER": "root", "GITEA__actions__ENABLED": "false"},
-            secret_env={"GITEA__database__PASSWD": "mysql_root_password"},
+            secret_env={"GITEA__database__PASSWD": "mysql_root_password", "GITEA_ADMIN_PASSWORD": "gitea_admin_password"},
             mounts=(Mount(data_dir(p, "gitea"), "/data"),),
             healthcheck=http_check(3000, "/api/healthz"), published=published(3000))
     if role == "mattermost":
@@ -82,7 +84,8 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
             env={"MM_TEAMSETTINGS_MAXUSERSPERTEAM": str(p.mm_max_users_per_team), "MM_SQLSETTINGS_DRIVERNAME": "mysql",
                  "MM_SQLSETTINGS_DATASOURCE_HOST": f"{addressing.service_ip(p.internal_network, 'mysql')}:3306",
                  "MM_SERVICESETTINGS_SITEURL": url(p, "mattermost")},
-            secret_env={"MM_SQLSETTINGS_PASSWORD": "mysql_root_password"},
+            secret_env={"MM_SQLSETTINGS_PASSWORD": "mysql_root_password",
+                        "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password"},
             mounts=(Mount(data_dir(p, "mattermost"), "/mattermost/data"),),
             healthcheck=http_check(8065, "/api/v4/system/ping"), published=published(8065))
     if role == "board":
@@ -131,6 +134,13 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
              "ROUTER_URL": f"http://{router_ip(p, c.task, c.index)}:{HTTP_PORT}" if p.kind == "team" else "",
              "PBENCH_WAKE_OFFSET_S": str(p.task_budget.worker_offsets[c.index - 1]),
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
+             "TEAM_REPO": f"{TEAM_ORG}/{naming.task_slug(c.task)}",
              "REFERENCE_BINARY": "/opt/pbench/executable"},
         secret_env={"LLM_PROXY_TOKEN": "worker_proxy_token"},
-        mounts=(Mount(str(PurePosixPath(p.agensh_checkout) / "prompts"), "/opt/agensh/prompts", read_only=True),))
+        mounts=(Mount(str(PurePosixPath(p.agensh_checkout) / "prompts"), "/opt/agensh/prompts", read_only=True),
+                Mount(archive_dir(p, agent), "/archive")))
+
+
+def archive_dir(p: Profile, agent: str) -> str:
+    """Where a worker seals its HOME and workspace at shutdown (`agents/<agent>/shutdown/<run id>/state.tar.gz`)."""
+    return data_dir(p, "agents", agent, "shutdown", p.run_id)
