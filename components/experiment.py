@@ -1,19 +1,32 @@
-"""Experiment: the top-level component of one profile stack (DESIGN.md, "The stack's graph")."""
+"""Experiment: the top-level component of one profile stack (DESIGN.md, "The stack's graph").
+
+    HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> Platform -> Preflight(model)
+    per task k: Seed(k) -> Team(k) -> Kickoff(k) -> Export(k) -> Shutdown(k) -> Evaluate(k) -> Score(k)
+    Seed(k+1) waits for Shutdown(k) only, so Evaluate(k) overlaps task k+1. Manifest(finish) follows every Score.
+"""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pulumi
 
-from . import naming
+from . import naming, services
 from .host_units import HostUnits
 from .images import Images
 from .networks import Networks
 from .platform import Platform
 from .profile import Profile
+from .steps import Step, receipt
 from .team import Team
-from .topology import placements
+from .topology import network_names, placements
+
+
+def checkout_revision(path: Path) -> str | None:
+    out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or None
 
 
 class Experiment(pulumi.ComponentResource):
@@ -21,29 +34,107 @@ class Experiment(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("agensh:index:Experiment", name, None, opts)
         p = profile
-        child = pulumi.ResourceOptions(parent=self)
+        checkout = p.checkout_path(project_dir)
+        revision = checkout_revision(checkout)
+        run_dir = str(p.run_dir())
+
+        def opts_(*deps: Any) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions(parent=self, depends_on=[d for d in deps if d is not None])
+
+        data = Step(f"{name}-profile-data", "profile_data", {"profile_dir": str(p.run_dir().parent)}, opts_(),
+                    args="create", delete=f"{Step.python()} -m scripts.profile_data delete")
         self.host_units = None
         if p.host_units != "off":
             key = Path(p.ssh_key_path).expanduser().read_text() if p.ssh_key_path else None
-            self.host_units = HostUnits(f"{name}-host", p, child, pulumi.Output.secret(key) if key else None)
-        host_deps = [self.host_units] if self.host_units else []
-        self.networks = Networks(f"{name}-net", p, child)
-        self.images = Images(f"{name}-images", p, p.checkout_path(project_dir), child)
+            self.host_units = HostUnits(f"{name}-host", p, opts_(), pulumi.Output.secret(key) if key else None)
+        self.networks = Networks(f"{name}-net", p, opts_())
+        self.images = Images(f"{name}-images", p, checkout, revision, opts_())
+
+        worker_images = [p.worker_image(t) for t in p.tasks]
+        preflight = Step(f"{name}-preflight-host", "preflight", {
+            "run_dir": run_dir, "profile": p.profile, "host_units": p.host_units,
+            "host_units_receipt": self.host_units.receipt if self.host_units else "",
+            "images": sorted(self.images.names), "worker_images": worker_images,
+            "revisioned_images": [p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
+            "checkout_revision": revision, "subnets": [str(p.internal_network), str(p.egress_network)],
+            "networks": sorted(network_names(p).values()), "ports": sorted(p.ports.values()),
+        }, opts_(data, self.networks, self.images, self.host_units), args="host")
+        manifest = Step(f"{name}-manifest-start", "manifest", {
+            "run_dir": run_dir, "project_dir": str(project_dir), "checkout": str(checkout),
+            "profile": p.model_dump(mode="json"), "profile_digest": p.digest(), "images": self.images.ids,
+        }, opts_(preflight), args="start")
         self.platform = Platform(f"{name}-platform", p, self.networks, self.images, secrets,
-                                 pulumi.ResourceOptions(parent=self, depends_on=host_deps))
+                                 [d for d in (manifest, self.host_units) if d is not None], opts_())
+        model_check = Step(f"{name}-preflight-model", "preflight", {
+            "run_dir": run_dir, "model": p.model, "effort": p.reasoning_effort,
+            "proxy_url": services.url(p, "egress-proxy"),
+        }, opts_(self.platform), args="model", secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]})
+
         self.teams: list[Team] = []
+        scores: list[Step] = []
+        previous_shutdown: Step | None = None
+        gitea = {"gitea_url": services.url(p, "gitea"), "gitea_user": services.ADMIN_USER}
         for task in p.tasks:
-            previous = self.teams[-1:]  # task k+1 starts after task k (steps refine this edge)
-            self.teams.append(Team(f"{name}-{naming.task_slug(task)}", p, task, self.networks, self.images, secrets,
-                                   pulumi.ResourceOptions(parent=self, depends_on=[self.platform, *previous])))
+            slug = naming.task_slug(task)
+            repo = f"{services.TEAM_ORG}/{slug}"
+            base = {"run_dir": run_dir, "task_id": task}
+            members = [c for c in placements(p) if c.task == task]
+            seed = Step(f"{name}-{slug}-seed", "seed", {
+                **base, **gitea, "repo": repo, "cleanroom_image": p.cleanroom_image(task),
+                "archive_dirs": [services.archive_dir(p, f"{task}-{c.index}") for c in members if c.role == "worker"],
+            }, opts_(model_check, previous_shutdown), secrets={"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]})
+            team = Team(f"{name}-{slug}", p, task, self.networks, self.images, secrets, [seed], opts_())
+            self.teams.append(team)
+            kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", {
+                **base, "mattermost_url": services.url(p, "mattermost"), "mattermost_user": services.ADMIN_USER,
+                "prompt": str(checkout / "prompts" / "kickoff.md"), "budget_s": p.task_budget.budget_s,
+                "kickoff_s": p.task_budget.kickoff_s,
+            }, opts_(team), secrets={"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]})
+            export = Step(f"{name}-{slug}-export", "export", {**base, **gitea, "repo": repo}, opts_(kickoff),
+                          secrets={"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]})
+            shutdown = Step(f"{name}-{slug}-shutdown", "shutdown", {
+                **base, "grace_s": p.export_grace_s,
+                "workers": {c.name: services.archive_dir(p, f"{task}-{c.index}") for c in members if c.role == "worker"},
+                "routers": [c.name for c in members if c.role == "router"],
+            }, opts_(export))
+            previous_shutdown = shutdown
+            if p.skip_eval:
+                continue
+            evaluate = Step(f"{name}-{slug}-evaluate", "evaluate", {
+                **base, "docker_cpus": p.eval_docker_cpus, "pytest_addopts": p.eval_pytest_addopts,
+                "memory_gib": p.eval_memory_gib, "docker_org": p.cleanroom_org, "blob_dir": p.eval_blob_dir,
+                "profile": p.profile, "attempt": p.eval_attempt,
+            }, opts_(shutdown), triggers=[p.eval_attempt])
+            scores.append(Step(f"{name}-{slug}-score", "score", {**base, "attempt": p.eval_attempt}, opts_(evaluate),
+                               triggers=[p.eval_attempt]))
+        finish = Step(f"{name}-manifest-finish", "manifest", {
+            "run_dir": run_dir, "project_dir": str(project_dir), "checkout": str(checkout),
+            "profile": p.model_dump(mode="json"), "profile_digest": p.digest(), "attempt": p.eval_attempt,
+        }, opts_(*scores, previous_shutdown), args="finish", triggers=[p.eval_attempt])
+
         self.outputs = {
             "profile": p.profile,
             "run_id": p.run_id,
+            "run_dir": run_dir,
             "profile_digest": p.digest(),
             "networks": {"internal": str(p.internal_network), "egress": str(p.egress_network)},
             "addresses": {c.name: {"internal": c.internal_ip, "egress": c.egress_ip} for c in placements(p)},
             "ports": p.ports,
             "images": self.images.ids,
             "host_units": self.host_units.receipt if self.host_units else "off",
+            "provenance": pulumi.Output.all(
+                manifest=receipt(manifest.stdout), finish=receipt(finish.stdout),
+                scores=pulumi.Output.all(*[receipt(s.stdout) for s in scores]),
+            ).apply(lambda r: provenance(p, r)),
         }
         self.register_outputs(self.outputs)
+
+
+def provenance(p: Profile, r: dict[str, Any]) -> dict[str, Any]:
+    """The record of what ran: the manifest as written first, each task's score, the final counts. No secrets."""
+    return {
+        "profile": p.profile, "run_id": p.run_id, "profile_digest": p.digest(),
+        "manifest": r["manifest"].get("manifest_content", r["manifest"]),
+        "scores": {s.get("task_id"): {k: s.get(k) for k in ("score", "complete", "problems")} for s in r["scores"] if s},
+        "result": {k: r["finish"].get(k) for k in ("completed", "failed", "scores")},
+    }

@@ -1,4 +1,5 @@
-"""Images: cleanroom images pulled per task, shared images built from the Agensh checkout, per-task workers."""
+"""Images: cleanroom and third-party images pulled, shared images built from the Agensh checkout, and the
+per-task worker images. Every image's id is exposed for provenance."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pulumi_docker as docker
 from . import naming
 from .profile import SHARED_IMAGES, WORKER_DOCKERFILE, Profile
 
+REVISION_LABEL = "agensh.checkout-revision"  # preflight rejects router and board images built from another revision
+THIRD_PARTY = ("mysql", "gitea", "mattermost")
+
 
 def context_digest(path: Path) -> str:
     """Hash of a build context's files, so an edited Dockerfile or source rebuilds the image."""
@@ -22,32 +26,34 @@ def context_digest(path: Path) -> str:
 
 
 class Images(pulumi.ComponentResource):
-    """Every image of a profile; `ids` maps each image name to its id (provenance)."""
-
     cleanroom: dict[str, docker.RemoteImage]
+    pulled: dict[str, docker.RemoteImage]
     shared: dict[str, docker.RemoteImage]
     workers: dict[str, docker.RemoteImage]
 
-    def __init__(self, name: str, profile: Profile, checkout: Path, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, profile: Profile, checkout: Path, revision: str | None,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("agensh:index:Images", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         p = profile
+
+        def pull(key: str, image: str) -> docker.RemoteImage:
+            return docker.RemoteImage(f"{name}-{key}", name=image, keep_locally=p.keep_pulled_images,
+                                      opts=pulumi.ResourceOptions(parent=self))
 
         def build(key: str, image: str, dockerfile: str, context: Path, role: str, task: str | None = None,
                   args: dict[str, pulumi.Input[str]] | None = None, depends: list[pulumi.Resource] | None = None
                   ) -> docker.RemoteImage:
+            labels = p.labels(role, task) | ({REVISION_LABEL: revision} if revision else {})
             return docker.RemoteImage(
                 f"{name}-{key}", name=image, keep_locally=False,
                 build=docker.RemoteImageBuildArgs(
                     context=str(context), dockerfile=str(checkout / dockerfile), no_cache=p.uncached,
-                    build_args=args, labels=p.labels(role, task), tags=[image]),
+                    build_args=args, labels=labels, tags=[image]),
                 triggers={"context": context_digest(context), "dockerfile": context_digest((checkout / dockerfile).parent)},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []))
 
-        self.cleanroom = {
-            t: docker.RemoteImage(f"{name}-cleanroom-{naming.task_slug(t)}", name=p.cleanroom_image(t),
-                                  keep_locally=True, opts=child)
-            for t in p.tasks}
+        self.cleanroom = {t: pull(f"cleanroom-{naming.task_slug(t)}", p.cleanroom_image(t)) for t in p.tasks}
+        self.pulled = {r: pull(r, getattr(p, f"{r}_image")) for r in THIRD_PARTY} if p.kind == "team" else {}
         roles = ["agent-base", "egress-proxy"] if p.kind == "baseline" else list(SHARED_IMAGES)
         self.shared = {
             role: build(role, p.image(role), SHARED_IMAGES[role][0], checkout / SHARED_IMAGES[role][2], role)
@@ -59,7 +65,9 @@ class Images(pulumi.ComponentResource):
                      depends=[base, self.cleanroom[t]])
             for t in p.tasks}
         by_name = ({p.cleanroom_image(t): i for t, i in self.cleanroom.items()}
+                   | {getattr(p, f"{r}_image"): i for r, i in self.pulled.items()}
                    | {p.image(r): i for r, i in self.shared.items()}
                    | {p.worker_image(t): i for t, i in self.workers.items()})
+        self.names = list(by_name)
         self.ids: pulumi.Output[dict[str, str]] = pulumi.Output.all(**{k: i.image_id for k, i in by_name.items()})
         self.register_outputs({"ids": self.ids})

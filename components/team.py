@@ -19,7 +19,9 @@ class Team(pulumi.ComponentResource):
     workers: list[docker.Container]
 
     def __init__(self, name: str, profile: Profile, task: str, nets: Networks, images: Images,
-                 secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions | None = None):
+                 secrets: dict[str, pulumi.Output[str]], after: list[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        """`after`: what every router and worker waits for (the task's seed step)."""
         super().__init__("agensh:index:Team", name, None, opts)
         self.routers, self.workers = [], []
         for c in placements(profile):
@@ -27,7 +29,7 @@ class Team(pulumi.ComponentResource):
                 continue
             deps: list[pulumi.Resource] = [images.workers[task]] if c.role == "worker" else [images.shared["mini-router"]]
             made = container(f"{name}-{c.role}-{c.index}", profile, c, spec(profile, c), nets, secrets,
-                             pulumi.ResourceOptions(parent=self, depends_on=deps))
+                             pulumi.ResourceOptions(parent=self, depends_on=[*after, *deps]))
             (self.workers if c.role == "worker" else self.routers).append(made)
         self.register_outputs({"task": task, "slug": naming.task_slug(task),
                                "workers": [w.name for w in self.workers]})

@@ -50,7 +50,7 @@ def start(args: dict[str, Any]) -> dict[str, Any]:
     if existing:  # a resumed run keeps what it first recorded
         manifest = {**manifest, **{k: existing[k] for k in ("written",) if k in existing}}
     write_atomic(rd.manifest, manifest)
-    return {"manifest": str(rd.manifest)}
+    return {"manifest": str(rd.manifest), "manifest_content": manifest}
 
 
 def finish(args: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from scripts.gitops import git, with_user
 from scripts.http import request
 from scripts.records import StepFailed, progress, run_step
 
-ORG = "team"
+from components.services import TEAM_ORG as ORG
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
 
 
@@ -35,8 +35,19 @@ def workspace_from_image(image: str, dest: Path) -> list[str]:
     return sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
 
 
+WORKER_UID = 10000
+
+
+def archive_dirs(paths: list[str]) -> None:
+    """Workers (uid 10000) seal their archives into these host directories at shutdown."""
+    for path in paths:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        os.chown(path, WORKER_UID, WORKER_UID)
+
+
 def seed(a: dict[str, Any], password: str) -> dict[str, Any]:
-    gitea, user, repo = a["gitea_url"].rstrip("/"), a["gitea_user"], a["repo"]
+    archive_dirs(a.get("archive_dirs", []))
+    gitea, user, repo = a["gitea_url"].rstrip("/"), a["gitea_user"], a["repo"].split("/")[-1]
     auth = (user, password)
     progress(f"seed: creating {ORG}/{repo} in {gitea}")
     request("POST", f"{gitea}/api/v1/orgs", {"username": ORG}, auth=auth, ok=(409, 422))

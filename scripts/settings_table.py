@@ -1,4 +1,5 @@
-"""Print the profile settings as a Markdown table (name, default, meaning) for the README."""
+"""Print the profile settings as a Markdown table (name, default, meaning); `--update README.md` rewrites
+the table in place (tests/unit/test_readme.py checks the README carries the current one)."""
 
 from __future__ import annotations
 
@@ -24,5 +25,15 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def update(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| setting (`agensh:`)"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    path.write_text("\n".join(lines[:start] + table().splitlines() + lines[end:]) + "\n")
+
+
 if __name__ == "__main__":
-    print(table())
+    if sys.argv[1:2] == ["--update"]:
+        update(Path(sys.argv[2]))
+    else:
+        print(table())

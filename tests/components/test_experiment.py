@@ -23,6 +23,8 @@ def unsecret(value):
         return unsecret(value["value"])
     if isinstance(value, list):
         return [unsecret(v) for v in value]
+    if isinstance(value, dict):
+        return {k: unsecret(v) for k, v in value.items()}
     return value
 
 
@@ -49,8 +51,9 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     containers = {r.inputs["name"]: r for r in by_type[CONTAINER]}
     assert len(containers) == 7 + 2 * workers
     assert len(by_type[NETWORK]) == 2
-    assert len(by_type[IMAGE]) == 1 + 6 + 1  # cleanroom, shared images, one worker image
-    assert len(by_type["command:local:Command"]) == 1  # host units
+    assert len(by_type[IMAGE]) == 1 + 3 + 6 + 1  # cleanroom, third-party, shared images, one worker image
+    # profile data, host units, 2 preflights, manifest start/finish, and seed..score for the one task
+    assert len(by_type["command:local:Command"]) == 6 + 6
 
     nets = {r.inputs["name"]: r for r in by_type[NETWORK]}
     internal, egress = nets[f"omcgitea-{stack}-internal"], nets[f"omcgitea-{stack}-egress"]
@@ -93,12 +96,47 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     team = next(r for r in regs.values() if r.type == "agensh:index:Team")
     assert all(w.parent == team.urn for w in workers_)
     platform_children = {r.urn for r in containers.values() if r.parent == platform_urn}
-    assert len(platform_children) == 7 and platform_children <= set(team.deps)  # depends_on a component = its children
+    # depends_on a component means on its children: the model check waits for every platform service
+    assert len(platform_children) == 7 and platform_children <= set(regs["experiment-preflight-model"].deps)
+    assert all(urn["experiment-jgm-pandoc-5caad90-seed"] in w.deps for w in workers_ + routers)
     worker_image = next(r for r in by_type[IMAGE] if labels_of_build(r).get("agensh.role") == "worker-image")
     assert all(worker_image.urn in w.deps for w in workers_)
     assert worker_image.inputs["build"]["buildArgs"]["TASK_IMAGE"] == "programbench/jgm_1776_pandoc.5caad90:task_cleanroom_v6"
-    assert urn["experiment-host-install"] in regs["experiment-platform"].deps
+    assert urn["experiment-host-install"] in regs["experiment-platform-mysql"].deps
 
 
 def labels_of_build(reg) -> dict[str, str]:
     return reg.inputs.get("build", {}).get("labels", {})
+
+
+def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
+    profile = stack_profile("cohort-w8", tmp_path, tasks=["jgm__pandoc.5caad90", "testorg__calculator.abc1234"])
+    regs = run_program(lambda: Experiment("experiment", profile, secrets(), project_dir=tmp_path).images.ids)
+    urn = {r.name: r.urn for r in regs.values()}
+    deps = {r.name: set(r.deps) for r in regs.values()}
+    a, b = "experiment-jgm-pandoc-5caad90", "experiment-testorg-calculator-abc1234"
+
+    def after(later: str, earlier: str) -> bool:
+        return urn[earlier] in deps[later]
+
+    assert after("experiment-manifest-start", "experiment-preflight-host")
+    assert after("experiment-preflight-host", "experiment-images-worker-jgm-pandoc-5caad90")
+    assert after("experiment-preflight-host", "experiment-net-internal")
+    assert after("experiment-platform-mysql", "experiment-manifest-start")  # the manifest precedes every service
+    assert after("experiment-preflight-model", "experiment-platform-egress-proxy")
+    assert after(f"{a}-seed", "experiment-preflight-model")
+    assert after(f"{a}-worker-1", f"{a}-seed") and after(f"{a}-router-8", f"{a}-seed")
+    assert after(f"{a}-kickoff", f"{a}-worker-8")
+    for first, then in (("kickoff", "export"), ("export", "shutdown"), ("shutdown", "evaluate"), ("evaluate", "score")):
+        assert after(f"{a}-{then}", f"{a}-{first}")
+    # task b starts after task a's shutdown, not after its evaluation: evaluation overlaps the next task
+    assert after(f"{b}-seed", f"{a}-shutdown")
+    assert not after(f"{b}-seed", f"{a}-evaluate") and not after(f"{b}-seed", f"{a}-score")
+    assert after("experiment-manifest-finish", f"{a}-score") and after("experiment-manifest-finish", f"{b}-score")
+    # secrets travel as their own environment entries, never in AGENSH_INPUT
+    assert is_secret(regs[f"{a}-seed"].inputs["environment"])  # an environment holding a secret stays secret
+    seed = unsecret(regs[f"{a}-seed"].inputs["environment"])
+    assert seed["AGENSH_GITEA_PASSWORD"] == SECRET_VALUES["gitea_admin_password"]
+    for r in regs.values():
+        step_input = str(unsecret(r.inputs.get("environment", {})).get("AGENSH_INPUT"))
+        assert not any(v in step_input for v in SECRET_VALUES.values()), r.name

@@ -1,0 +1,58 @@
+"""export: at the task's deadline, export the committed HEAD of the team repository as the submission.
+
+The deadline comes from the kickoff receipt, so a resumed `up` waits only for what remains. The submission
+is `git archive` of `main`'s HEAD (committed work only) written atomically to `<run>/<task>/submission.tar.gz`,
+ProgramBench's layout. On failure the step writes `EXPORT_FAILED` and fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from scripts.gitops import git, with_user
+from scripts.kickoff import iso, wait_until
+from scripts.records import EXPORT_FAILED, RunDir, StepFailed, progress, read_json, run_step
+
+
+def export(a: dict[str, Any], password: str) -> dict[str, Any]:
+    rd = RunDir(Path(a["run_dir"]))
+    task = a["task_id"]
+    kickoff = read_json(rd.receipt_path("kickoff", task))
+    if not kickoff or kickoff.get("status") != "ok":
+        raise StepFailed("no kickoff receipt: the task never started")
+    wait_until(kickoff["deadline_epoch"], "export")
+    remote = with_user(f"{a['gitea_url'].rstrip('/')}/{a['repo']}.git", a["gitea_user"])
+    out = rd.task(task) / "submission.tar.gz"
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            git("clone", "-q", "--branch", "main", "--single-branch", remote, tmp, password=password)
+            head = git("rev-parse", "HEAD", cwd=Path(tmp))
+            files = git("ls-tree", "-r", "--name-only", "HEAD", cwd=Path(tmp)).splitlines()
+            part = out.with_name(".submission.tar.gz.part")
+            git("archive", "--format=tar.gz", "-o", str(part), "HEAD", cwd=Path(tmp))
+            part.replace(out)
+    except RuntimeError as err:
+        rd.marker(task, EXPORT_FAILED, str(err))
+        raise StepFailed(f"export failed: {err}", marker=EXPORT_FAILED) from None
+    if "compile.sh" not in files:
+        progress("export: warning: no compile.sh at the repository root; the evaluation will fail to compile")
+    return {"submission": str(out), "commit": head, "files": len(files), "exported_at": iso(time.time())}
+
+
+def main(env: Mapping[str, str] = os.environ) -> int:
+    a = json.loads(env["AGENSH_INPUT"])
+    password = env.get("AGENSH_GITEA_PASSWORD")
+    if not password:
+        print("export: AGENSH_GITEA_PASSWORD is not set", file=sys.stderr)
+        return 2
+    return run_step("export", Path(a["run_dir"]), a["task_id"], a, lambda: export(a, password))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

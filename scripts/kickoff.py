@@ -1,0 +1,64 @@
+"""kickoff: after the wake ramp, post the task message (from the checkout's prompts) to the team channel.
+
+The ramp started when the team's containers came up (`ramp_start`, recorded on first run so a resumed `up`
+keeps it); the kickoff waits until `ramp_start + kickoff_s` (last wake + settle + at least 60 s). The receipt
+records the kickoff time and the task's deadline, `ramp_start + budget_s`: the ramp counts against the budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from string import Template
+from typing import Any, Mapping
+
+from scripts.http import request
+from scripts.records import RunDir, progress, read_json, run_step, write_atomic
+
+TEAM, CHANNEL = "pbench", "town-square"
+
+
+def iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def wait_until(t: float, what: str) -> None:
+    while (left := t - time.time()) > 0:
+        progress(f"{what} in {left:.0f} s (at {iso(t)})")
+        time.sleep(min(left, 30))
+
+
+def kickoff(a: dict[str, Any], password: str) -> dict[str, Any]:
+    rd = RunDir(Path(a["run_dir"]))
+    checkpoint = rd.task(a["task_id"]) / "ramp.json"
+    ramp = read_json(checkpoint)
+    if ramp is None:  # first run: the team has just come up
+        ramp = {"ramp_start": time.time()}
+        write_atomic(checkpoint, ramp)
+    start = ramp["ramp_start"]
+    deadline = start + a["budget_s"]
+    wait_until(start + a["kickoff_s"], "kickoff")
+    mm = a["mattermost_url"].rstrip("/")
+    _, _, headers = request("POST", f"{mm}/api/v4/users/login", {"login_id": a["mattermost_user"], "password": password})
+    token = headers.get("Token") or headers.get("token")
+    _, channel, _ = request("GET", f"{mm}/api/v4/teams/name/{TEAM}/channels/name/{CHANNEL}", token=token)
+    message = Template(Path(a["prompt"]).read_text()).safe_substitute(task_id=a["task_id"], deadline=iso(deadline))
+    _, post, _ = request("POST", f"{mm}/api/v4/posts", {"channel_id": channel["id"], "message": message}, token=token)
+    return {"ramp_start": iso(start), "ramp_start_epoch": start, "kickoff_at": iso(time.time()),
+            "deadline": iso(deadline), "deadline_epoch": deadline, "post_id": post["id"]}
+
+
+def main(env: Mapping[str, str] = os.environ) -> int:
+    a = json.loads(env["AGENSH_INPUT"])
+    password = env.get("AGENSH_MATTERMOST_PASSWORD")
+    if not password:
+        print("kickoff: AGENSH_MATTERMOST_PASSWORD is not set", file=sys.stderr)
+        return 2
+    return run_step("kickoff", Path(a["run_dir"]), a["task_id"], a, lambda: kickoff(a, password))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""preflight: the live checks a launch must pass (REQUIREMENTS 26). Nothing is started unless they pass.
+
+`host` phase (after networks and images, before any service): Docker reachable; slice and guard in place
+(unless host units are off); images present; the worker entrypoint baked and the reference binary root-owned
+mode 0111 (temporary check containers without network); router and board images built from the current
+checkout revision; state empty (no leftover output, no labelled containers); subnets colliding neither with host
+routes nor other Docker networks; operator ports free.
+`model` phase (after the egress proxy is up, before any worker): one small live model request through the proxy.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from scripts.http import HTTPFailure, request
+from scripts.records import StepFailed, run_step
+
+REVISION_LABEL = "agensh.checkout-revision"
+
+
+def sh(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), capture_output=True, text=True)
+
+
+def check_docker(a: dict[str, Any]) -> str:
+    out = sh("docker", "info", "--format", "{{.ServerVersion}}")
+    if out.returncode:
+        raise AssertionError(f"Docker is not reachable: {out.stderr.strip()}")
+    return f"Docker {out.stdout.strip()}"
+
+
+def check_host_units(a: dict[str, Any]) -> str:
+    if a["host_units"] == "off":
+        return "host units off in this profile"
+    receipt = json.loads(a.get("host_units_receipt") or "{}")
+    if receipt.get("guard") not in ("installed", "reused"):
+        raise AssertionError("pbench-reboot-guard.service is not enabled")
+    if receipt.get("slice_memory_max") in (None, "", "infinity", "unknown"):
+        raise AssertionError(f"pbench.slice has no memory limit ({receipt.get('slice_memory_max')})")
+    return f"slice MemoryMax={receipt['slice_memory_max']}, guard {receipt['guard']}"
+
+
+def check_images(a: dict[str, Any]) -> str:
+    missing = [i for i in a["images"] if sh("docker", "image", "inspect", i).returncode]
+    if missing:
+        raise AssertionError(f"images missing: {', '.join(missing)}")
+    return f"{len(a['images'])} images present"
+
+
+def check_workers(a: dict[str, Any]) -> str:
+    for image in a["worker_images"]:
+        out = sh("docker", "run", "--rm", "--network", "none", "--entrypoint", "pbench-selfcheck", image)
+        if "board=True" not in out.stdout or "copilot=yes" not in out.stdout:
+            raise AssertionError(f"{image}: entrypoint not baked (pbench-selfcheck said {out.stdout.strip() or out.stderr.strip()!r})")
+        ref = sh("docker", "run", "--rm", "--network", "none", "--user", "0", "--entrypoint", "stat", image,
+                 "-c", "%U %a", "/opt/pbench/executable")
+        if ref.stdout.strip() != "root 111":
+            raise AssertionError(f"{image}: /opt/pbench/executable must be root-owned mode 0111, is {ref.stdout.strip()!r}")
+    return f"{len(a['worker_images'])} worker images: board=True copilot=yes, reference 0111"
+
+
+def check_fresh_images(a: dict[str, Any]) -> str:
+    want = a.get("checkout_revision")
+    for image in a["revisioned_images"]:
+        got = sh("docker", "image", "inspect", "-f", f'{{{{index .Config.Labels "{REVISION_LABEL}"}}}}', image).stdout.strip()
+        if want and got != want:
+            raise AssertionError(f"{image} is stale: built from checkout revision {got or 'unknown'}, the checkout is at {want}")
+    return f"router and board images built from {want or 'an unversioned checkout'}"
+
+
+def check_state(a: dict[str, Any]) -> str:
+    run = Path(a["run_dir"])
+    leftovers = [p.name for p in run.iterdir() if p.name not in ("receipts",)] if run.exists() else []
+    if leftovers:
+        raise AssertionError(f"{run} already holds output ({', '.join(sorted(leftovers)[:5])}); preserve it and start a new run id")
+    left = sh("docker", "ps", "-aq", "--filter", f"label=agensh.profile={a['profile']}").stdout.split()
+    if left:
+        raise AssertionError(f"{len(left)} containers labelled agensh.profile={a['profile']} exist; run `make down` or destroy first")
+    return "no leftover output or containers"
+
+
+def check_subnets(a: dict[str, Any]) -> str:
+    ours = [ipaddress.ip_network(s) for s in a["subnets"]]
+    own_names = set(a["networks"])
+    for line in sh("ip", "-4", "route").stdout.splitlines():
+        dest, dev = line.split()[0], line.split()[line.split().index("dev") + 1] if " dev " in line else ""
+        if dest == "default" or "/" not in dest:
+            continue
+        net = ipaddress.ip_network(dest, strict=False)
+        for mine in ours:
+            if net.overlaps(mine) and not dev.startswith("br-"):
+                raise AssertionError(f"subnet {mine} collides with the host route {dest} dev {dev}")
+    for nid in sh("docker", "network", "ls", "-q").stdout.split():
+        info = json.loads(sh("docker", "network", "inspect", nid).stdout)[0]
+        if info["Name"] in own_names:
+            continue
+        for cfg in (info.get("IPAM") or {}).get("Config") or []:
+            if cfg.get("Subnet") and ":" not in cfg["Subnet"]:
+                other = ipaddress.ip_network(cfg["Subnet"])
+                for mine in ours:
+                    if other.overlaps(mine):
+                        raise AssertionError(f"subnet {mine} collides with Docker network {info['Name']} ({other})")
+    return f"subnets {', '.join(map(str, ours))} are free"
+
+
+def check_ports(a: dict[str, Any]) -> str:
+    taken = []
+    for port in a["ports"]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                taken.append(port)
+    if taken:
+        raise AssertionError(f"ports in use on 127.0.0.1: {taken}")
+    return f"{len(a['ports'])} operator ports free"
+
+
+def check_model(a: dict[str, Any], token: str) -> str:
+    body = {"model": a["model"], "input": "agensh preflight: reply with one word.", "reasoning": {"effort": a["effort"]}}
+    try:
+        status, _, _ = request("POST", f"{a['proxy_url'].rstrip('/')}/v1/responses", body, token=token, attempts=10)
+    except HTTPFailure as err:
+        raise AssertionError(f"model request through the egress proxy failed: {err}") from None
+    return f"model {a['model']} answered through the egress proxy (HTTP {status})"
+
+
+HOST_CHECKS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "docker": check_docker, "host-units": check_host_units, "images": check_images, "workers": check_workers,
+    "fresh-images": check_fresh_images, "state": check_state, "subnets": check_subnets, "ports": check_ports,
+}
+
+
+def run_checks(checks: dict[str, Callable[[], str]]) -> dict[str, Any]:
+    results, failed = {}, []
+    for name, fn in checks.items():
+        try:
+            results[name] = {"ok": True, "detail": fn()}
+        except AssertionError as err:
+            results[name] = {"ok": False, "detail": str(err)}
+            failed.append(f"{name}: {err}")
+    if failed:
+        raise StepFailed("preflight failed:\n  " + "\n  ".join(failed), checks=results)
+    return {"checks": results}
+
+
+def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
+    phase = (argv if argv is not None else sys.argv[1:])[0]
+    a = json.loads(env["AGENSH_INPUT"])
+    if phase == "host":
+        body = lambda: run_checks({n: (lambda f=f: f(a)) for n, f in HOST_CHECKS.items()})  # noqa: E731
+    else:
+        token = env.get("AGENSH_PROXY_TOKEN", "")
+        body = lambda: run_checks({"model": lambda: check_model(a, token)})  # noqa: E731
+    return run_step(f"preflight-{phase}", Path(a["run_dir"]), None, a, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
