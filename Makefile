@@ -1,6 +1,6 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test demo demo-destroy
+.PHONY: setup test demo demo-destroy down
 
 setup:
 	@bash scripts/setup.sh
@@ -13,3 +13,7 @@ demo: setup
 
 demo-destroy:
 	@. scripts/env.sh && pulumi destroy --yes --skip-preview -s demo
+
+down:
+	@test -n "$(PROFILE)" || { echo "usage: make down PROFILE=<profile>"; exit 2; }
+	@bash scripts/down.sh "$(PROFILE)"

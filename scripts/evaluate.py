@@ -47,7 +47,7 @@ def evaluate(a: dict[str, Any]) -> dict[str, Any]:
                PBENCH_EVAL_PYTEST_ADDOPTS=a.get("pytest_addopts", ""), PBENCH_EVAL_MEMORY=f"{a.get('memory_gib', 16)}g",
                PBENCH_EVAL_NETWORK="none", PBENCH_EVAL_LABEL=f"agensh.profile={a.get('profile', '')}")
     if a.get("blob_dir"):
-        env["PROGRAMBENCH_BLOB_DIR"] = a["blob_dir"]
+        env["PROGRAMBENCH_BLOB_DIR"] = str(Path(a["blob_dir"]).expanduser())
     progress(f"evaluate: {' '.join(cmd)}")
     started = time.monotonic()
     with open(tdir / "evaluate.log", "a") as log:

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# make demo: the whole pipeline offline as the stack "demo" (a rehearsal: stand-in services, scripted workers,
+# a stand-in model; real Docker, the real Pulumi engine, the real `programbench eval`). Run after `make setup`
+# with scripts/env.sh sourced. Re-running it after a finished demo changes nothing; `make demo-destroy` cleans up.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+PY=.venv/bin/python
+STACK=demo
+t0=$(date +%s)
+say() { echo "demo: [$(( $(date +%s) - t0 ))s] $*"; }
+
+say "local base image (Debian rootfs via debootstrap, cached)"
+bash scripts/base_image.sh
+say "stand-in images: services, the calculator cleanroom, test blobs (all offline)"
+"$PY" -m scripts.demo_images
+if [ -d /run/systemd/system ]; then
+  host_units=local
+else
+  host_units=off
+  say "host units skipped: this machine does not run systemd (pbench.slice and the reboot guard need it)"
+fi
+say "profile stack '$STACK' (stand-in model token generated once, kept in the stack's encrypted config)"
+if ! pulumi config get -s "$STACK" agensh:llm_upstream_token >/dev/null 2>&1; then
+  export LLM_UPSTREAM_TOKEN="standin-$(head -c 18 /dev/urandom | base64 | tr -dc 'a-zA-Z0-9')"
+fi
+"$PY" scripts/new_stack.py "$STACK" --env-file none --set "host_units=$host_units" --set "llm_upstream=http://10.251.255.3:8080"
+say "pulumi up -s $STACK with the policy pack (the demo task's budget is 3 minutes)"
+pulumi up --yes --skip-preview -s "$STACK" --policy-pack policies --policy-pack-config policies/demo.json
+run_dir="$(pulumi stack output -s "$STACK" run_dir)"
+say "done. Run directory: $run_dir"
+echo "--- score (ProgramBench's own helpers) ---"
+cat "$run_dir"/*/score.json
+echo "--- pulumi stack output provenance ---"
+pulumi stack output -s "$STACK" provenance --json
+echo "This was a rehearsal: stand-in services, scripted workers and a stand-in model; no real agent ran."
+echo "Clean up with: make demo-destroy"
