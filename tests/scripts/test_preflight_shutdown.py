@@ -1,0 +1,105 @@
+"""preflight and shutdown against real Docker, with small images and containers the tests make and remove."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from scripts import preflight, shutdown
+from scripts.calculator import BASE_IMAGE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def docker(*args: str, check: bool = True, **kw) -> str:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, **kw).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def images(docker_engine: None):
+    assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
+    run = uuid.uuid4().hex[:6]
+    good, bad = f"agensh-test-worker:{run}-good", f"agensh-test-worker:{run}-bad"
+    common = (f"FROM {BASE_IMAGE}\nLABEL agensh.test={run}\n"
+              "RUN printf '#!/bin/sh\\necho board=True copilot=yes\\n' > /usr/local/bin/pbench-selfcheck && "
+              "chmod +x /usr/local/bin/pbench-selfcheck && mkdir -p /opt/pbench && printf '#!/bin/sh\\n' > /opt/pbench/executable\n")
+    docker("build", "-q", "-t", good, "-", input=common + "RUN chmod 0111 /opt/pbench/executable\n", env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+    docker("build", "-q", "-t", bad, "-", input=common + "RUN chmod 0755 /opt/pbench/executable\n", env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+    yield run, good, bad
+    docker("rmi", "-f", good, bad, check=False)
+
+
+def inputs(tmp_path: Path, run: str, **over) -> dict:
+    a = {"run_dir": str(tmp_path / "run"), "profile": f"t-{run}", "host_units": "off", "host_units_receipt": "",
+         "images": [BASE_IMAGE], "worker_images": [], "revisioned_images": [], "checkout_revision": None,
+         "subnets": ["10.253.251.0/24"], "networks": [], "ports": []}
+    a.update(over)
+    return a
+
+
+def checks(tmp_path: Path, a: dict) -> tuple[int, dict]:
+    rc = preflight.main(["host"], {"AGENSH_INPUT": json.dumps(a)})
+    return rc, json.loads((Path(a["run_dir"]) / "receipts" / "preflight-host.json").read_text())
+
+
+def test_preflight_passes_on_a_clean_host(images, tmp_path: Path):
+    run, good, _ = images
+    rc, receipt = checks(tmp_path, inputs(tmp_path, run, worker_images=[good], images=[good]))
+    assert rc == 0, receipt
+    assert receipt["checks"]["workers"]["detail"].endswith("reference 0111")
+
+
+def test_preflight_reports_every_failure(images, tmp_path: Path):
+    run, good, bad = images
+    net = f"agensh-test-{run}"
+    docker("network", "create", "--internal", "--subnet", "10.253.252.0/24", "--label", f"agensh.test={run}", net)
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    busy = holder.getsockname()[1]
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "result_index.jsonl").write_text("{}\n")
+    try:
+        a = inputs(tmp_path, run, images=[good, "agensh-test-absent:nope"], worker_images=[bad],
+                   subnets=["10.253.252.0/25"], ports=[busy], host_units="local",
+                   host_units_receipt=json.dumps({"guard": "installed", "slice_memory_max": "infinity"}))
+        rc, receipt = checks(tmp_path, a)
+    finally:
+        holder.close()
+        docker("network", "rm", net, check=False)
+    assert rc == 1 and receipt["status"] == "failed"
+    failed = {name for name, c in receipt["checks"].items() if not c["ok"]}
+    assert failed == {"host-units", "images", "workers", "state", "subnets", "ports"}
+    assert "agensh-test-absent:nope" in receipt["checks"]["images"]["detail"]
+    assert "mode 0111" in receipt["checks"]["workers"]["detail"]
+    assert net in receipt["checks"]["subnets"]["detail"]
+
+
+def test_shutdown_verifies_archives(images, tmp_path: Path):
+    run, good, _ = images
+    names, dirs = [], {}
+    script = ("trap 'tar -czf /archive/state.tar.gz -C / etc/hostname; exit 0' TERM; "
+              "while true; do sleep 1; done")
+    try:
+        for i, seals in ((1, True), (2, False)):
+            d = tmp_path / f"archive-{i}"
+            d.mkdir()
+            name = f"agensh-test-{run}-w{i}"
+            docker("run", "-d", "--name", name, "--network", "none", "--label", f"agensh.test={run}", "-v", f"{d}:/archive",
+                   good, "bash", "-c", script if seals else "sleep 300")
+            names.append(name)
+            dirs[name] = str(d)
+        router = f"agensh-test-{run}-r1"
+        docker("run", "-d", "--name", router, "--network", "none", "--label", f"agensh.test={run}", good, "sleep", "300")
+        names.append(router)
+        a = {"run_dir": str(tmp_path / "run"), "task_id": "t", "grace_s": 3, "workers": dirs, "routers": [router]}
+        assert shutdown.main({"AGENSH_INPUT": json.dumps(a)}) == 0
+        receipt = json.loads((tmp_path / "run" / "t" / "receipts" / "shutdown.json").read_text())
+        assert receipt["archives"] == {names[0]: "ok", names[1]: "missing"} and receipt["archives_complete"] is False
+        assert docker("inspect", "-f", "{{.State.Running}}", router) == "false"
+    finally:
+        docker("rm", "-f", *names, check=False)
