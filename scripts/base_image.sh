@@ -3,7 +3,9 @@
 # debootstrap a minimal Debian bookworm rootfs and `docker import` it as agensh-base:bookworm-<key>
 # (also tagged agensh-base:bookworm). Idempotent: skips if the image exists, and reuses the cached
 # rootfs tarball in ${AGENSH_CACHE:-$HOME/.cache/agensh}/base/ (outside the checkout).
-# Usage: sudo scripts/base_image.sh        (needs root: debootstrap chroots and creates device nodes)
+# Usage: sudo scripts/base_image.sh [eval|systemd]   (needs root: debootstrap chroots and creates device nodes)
+#   eval (default): agensh-base:bookworm, for evaluation containers and the demo's stand-ins.
+#   systemd: agensh-systemd-host:bookworm, a host that boots systemd with sshd (tests of the host units).
 # Env: DEBIAN_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
 
@@ -12,11 +14,20 @@ MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # Packages on top of --variant=minbase (which already has bash, coreutils, tar, gzip, sed, grep, findutils).
 # What the evaluator runs in its containers: bash -lc, tar -xzf, sha256sum, sleep, git (seed_git step),
 # python3 + pytest + pytest-xdist (it always sets PYTEST_ADDOPTS=--max-worker-restart=4), pkill (procps).
-PACKAGES="python3,python3-pytest,python3-pytest-xdist,git,ca-certificates,curl,procps,xz-utils,tar,bash,gzip"
+FLAVOR="${1:-eval}"
+case "$FLAVOR" in
+  eval) NAME=agensh-base
+    PACKAGES="python3,python3-pytest,python3-pytest-xdist,git,ca-certificates,curl,procps,xz-utils,tar,bash,gzip"
+    CMD='["bash"]' ;;
+  systemd) NAME=agensh-systemd-host
+    PACKAGES="systemd,systemd-sysv,dbus,openssh-server,procps,ca-certificates,tar,bash,gzip"
+    CMD='["/sbin/init"]' ;;
+  *) echo "usage: $0 [eval|systemd]" >&2; exit 2 ;;
+esac
 # Version key: change any of these and a new image/tarball is built; old ones stay until removed by hand.
 VERSION="v1 $SUITE minbase $PACKAGES"
 KEY="$(printf '%s' "$VERSION" | sha256sum | cut -c1-12)"
-IMAGE="agensh-base:$SUITE-$KEY"
+IMAGE="$NAME:$SUITE-$KEY"
 CACHE="${AGENSH_CACHE:-$HOME/.cache/agensh}/base"
 TARBALL="$CACHE/rootfs-$SUITE-$KEY.tar.gz"
 
@@ -24,8 +35,8 @@ t0=$(date +%s)
 say() { echo "base_image: [$(( $(date +%s) - t0 ))s] $*"; }
 
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
-  docker tag "$IMAGE" "agensh-base:$SUITE"
-  say "$IMAGE already present (tagged agensh-base:$SUITE); nothing to do"; exit 0
+  docker tag "$IMAGE" "$NAME:$SUITE"
+  say "$IMAGE already present (tagged $NAME:$SUITE); nothing to do"; exit 0
 fi
 [ "$(id -u)" = 0 ] || { echo "base_image: must run as root (debootstrap); try: sudo $0" >&2; exit 1; }
 mkdir -p "$CACHE"
@@ -54,9 +65,9 @@ say "importing $TARBALL as $IMAGE"
 docker import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV LANG=C.UTF-8' \
-  --change 'CMD ["bash"]' \
+  --change "CMD $CMD" \
   --change 'LABEL agensh.role=base-image' \
   --change "LABEL agensh.base.key=$KEY" \
   "$TARBALL" "$IMAGE" >/dev/null
-docker tag "$IMAGE" "agensh-base:$SUITE"
-say "done: $IMAGE (also agensh-base:$SUITE), $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1/1e6}')"
+docker tag "$IMAGE" "$NAME:$SUITE"
+say "done: $IMAGE (also $NAME:$SUITE), $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1/1e6}')"
