@@ -48,7 +48,7 @@ class Images(pulumi.ComponentResource):
                 f"{name}-{key}", name=image, keep_locally=False,
                 build=docker.RemoteImageBuildArgs(
                     context=str(context), dockerfile=str(checkout / dockerfile), no_cache=p.uncached,
-                    build_args=args, labels=labels, tags=[image]),
+                    build_args=args, label=labels),  # `label`: the bridged provider applies it, `labels` it ignores
                 triggers={"context": context_digest(context), "dockerfile": context_digest((checkout / dockerfile).parent)},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []))
 

@@ -106,7 +106,7 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
 
 
 def labels_of_build(reg) -> dict[str, str]:
-    return reg.inputs.get("build", {}).get("labels", {})
+    return reg.inputs.get("build", {}).get("label", {})
 
 
 def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):

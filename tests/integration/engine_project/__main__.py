@@ -17,7 +17,7 @@ net = docker.Network("net", name=f"agensh-enginetest-{run}", internal=True,
                      ipam_configs=[docker.NetworkIpamConfigArgs(subnet=str(subnet))], labels=label_list,
                      opts=pulumi.ResourceOptions(delete_before_replace=True))
 image = docker.RemoteImage("image", name=f"agensh-enginetest:{run}", keep_locally=False,
-                           build=docker.RemoteImageBuildArgs(context=cfg.require("context"), labels=labels))
+                           build=docker.RemoteImageBuildArgs(context=cfg.require("context"), label=labels))
 address = str(subnet.network_address + 5)
 ports = []
 if cfg.get_bool("breakPolicy"):  # publishes on every interface: the loopback-ports-only rule refuses it

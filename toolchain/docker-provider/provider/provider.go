@@ -4,6 +4,9 @@
 package provider
 
 import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-sdk/v2/diag"
 	"github.com/hashicorp/terraform-plugin-sdk/v2/helper/schema"
 	"github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfbridge"
 	shim "github.com/pulumi/pulumi-terraform-bridge/v3/pkg/tfshim"
@@ -77,5 +80,31 @@ func fixSchema(p *schema.Provider) {
 	// value (Docker defaults it to 2x memory when memory is set). With memory set and
 	// memory_swap unset every `pulumi up` then proposed "-memorySwap". Computed keeps the
 	// read-back value when the program does not set it (same wire shape: it is an output anyway).
-	p.ResourcesMap["docker_container"].Schema["memory_swap"].Computed = true
+	ctr := p.ResourcesMap["docker_container"]
+	ctr.Schema["memory_swap"].Computed = true
+
+	// Consequence for in-place updates: Update sends the (kept) old memory_swap with the new
+	// memory, and Docker rejects raising memory above it ("Minimum memoryswap limit should be
+	// larger than memory limit", seen here with memory 96 -> 256). When the program leaves
+	// memory_swap unset, send what Docker itself picks at create time: 2x memory.
+	update := ctr.UpdateContext
+	ctr.UpdateContext = func(ctx context.Context, d *schema.ResourceData, meta any) diag.Diagnostics {
+		if d.HasChange("memory") && configIsNull(d, "memory_swap") {
+			if m := d.Get("memory").(int); m > 0 {
+				if err := d.Set("memory_swap", 2*m); err != nil {
+					return diag.FromErr(err)
+				}
+			}
+		}
+		return update(ctx, d, meta)
+	}
+}
+
+// configIsNull reports whether the program left the top-level attribute unset.
+func configIsNull(d *schema.ResourceData, attr string) bool {
+	rc := d.GetRawConfig()
+	if rc.IsNull() || !rc.IsKnown() || !rc.Type().IsObjectType() || !rc.Type().HasAttribute(attr) {
+		return false // no raw config available: keep upstream behaviour
+	}
+	return rc.GetAttr(attr).IsNull()
 }
