@@ -7,7 +7,8 @@ import pulumi
 from components.config import load
 from components.experiment import Experiment
 
-profile, secrets = load()
-experiment = Experiment("experiment", profile, secrets, project_dir=Path(__file__).resolve().parent)
+PROJECT = Path(__file__).resolve().parent
+profile, secrets = load(PROJECT)
+experiment = Experiment("experiment", profile, secrets, project_dir=PROJECT)
 for key, value in experiment.outputs.items():
     pulumi.export(key, value)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pulumi
 from pulumi.runtime.config import get_config_env
 
 from .profile import NAMESPACE, Profile, Secrets, from_config_strings, parse_profile
 
 
-def load() -> tuple[Profile, dict[str, pulumi.Output[str]]]:
-    """The validated profile, and each secret as a secret Output (never a plain string).
+def load(project_dir: Path) -> tuple[Profile, dict[str, pulumi.Output[str]]]:
+    """The validated profile (its checkout path made absolute), and each secret as a secret Output.
 
     A bad profile stops the program with every problem listed, before any resource is registered.
     """
@@ -18,6 +20,7 @@ def load() -> tuple[Profile, dict[str, pulumi.Output[str]]]:
     values = {k[len(prefix):]: v for k, v in get_config_env().items() if k.startswith(prefix)}
     plain = {k: v for k, v in values.items() if k not in secret_keys}
     profile = parse_profile(from_config_strings(plain))
+    profile = profile.model_copy(update={"agensh_checkout": str(profile.checkout_path(project_dir))})
     cfg = pulumi.Config(NAMESPACE)
     missing = [k for k in secret_keys if k not in values]
     if missing:

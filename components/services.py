@@ -134,7 +134,7 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
              "ROUTER_URL": f"http://{router_ip(p, c.task, c.index)}:{HTTP_PORT}" if p.kind == "team" else "",
              "PBENCH_WAKE_OFFSET_S": str(p.task_budget.worker_offsets[c.index - 1]),
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
-             "TEAM_REPO": f"{TEAM_ORG}/{naming.task_slug(c.task)}",
+             "TEAM_REPO": f"{TEAM_ORG}/{naming.task_slug(c.task)}", "WORKERS": str(p.workers),
              "REFERENCE_BINARY": "/opt/pbench/executable"},
         secret_env={"LLM_PROXY_TOKEN": "worker_proxy_token"},
         mounts=(Mount(str(PurePosixPath(p.agensh_checkout) / "prompts"), "/opt/agensh/prompts", read_only=True),
