@@ -26,6 +26,6 @@ container = docker.Container("box", name=f"agensh-enginetest-{run}", image=image
                              networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=net.name, ipv4_address=address)],
                              command=["/bin/busybox", "sleep", "3600"], ports=ports)
 read_ip = local.Command("read-ip", create='echo "$IP"',
-                        environment={"IP": container.network_data.apply(lambda nets: nets[0].ip_address)})
+                        environment={"IP": container.network_datas.apply(lambda nets: nets[0].ip_address)})
 pulumi.export("ip", read_ip.stdout)
 pulumi.export("network", net.name)
