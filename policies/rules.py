@@ -38,7 +38,8 @@ WORKER_ALLOWED_SECRETS = ("LLM_PROXY_TOKEN",)  # the local proxy credential, not
 
 # --- reading properties ---------------------------------------------------------------------------
 def label_map(props: dict[str, Any]) -> dict[str, str]:
-    return {item.get("label"): item.get("value") for item in props.get("labels") or [] if isinstance(item, dict)}
+    # The engine hands over proxies (mapping-like, not dict subclasses): duck-type them.
+    return {item.get("label"): item.get("value") for item in props.get("labels") or [] if hasattr(item, "get")}
 
 
 def role(props: dict[str, Any]) -> str | None:

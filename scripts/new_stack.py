@@ -10,6 +10,7 @@ Every problem is reported before anything is written.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import stat
@@ -65,7 +66,10 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         if "=" not in item:
             raise SystemExit(f"new-stack: --set takes key=value, got {item!r}")
         key, value = item.split("=", 1)
-        out[key] = yaml.safe_load(value) if value else ""
+        try:  # JSON for numbers, booleans, lists and maps; anything else is a string ("off" stays "off")
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
     return out
 
 
