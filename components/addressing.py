@@ -46,6 +46,12 @@ def derived_egress(octet: int) -> ipaddress.IPv4Network:
     return ipaddress.IPv4Network(f"10.{octet}.255.0/24")
 
 
+def derived_operator(octet: int) -> ipaddress.IPv4Network:
+    """The operator network: Docker publishes no port of a container on internal networks only, so the services
+    with operator ports also join this (non-internal) bridge; the ports still bind 127.0.0.1 only."""
+    return ipaddress.IPv4Network(f"10.{octet}.254.0/24")
+
+
 def host(net: ipaddress.IPv4Network, index: int) -> str:
     if not 0 < index < net.num_addresses - 1:
         raise ValueError(f"address #{index} is outside {net}")

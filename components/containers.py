@@ -27,6 +27,8 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
                                                            aliases=[c.role]))
     if c.egress_ip:
         attach.append(docker.ContainerNetworksAdvancedArgs(name=nets.egress.name, ipv4_address=c.egress_ip))
+    if c.operator_ip and nets.operator is not None:
+        attach.append(docker.ContainerNetworksAdvancedArgs(name=nets.operator.name, ipv4_address=c.operator_ip))
     envs: list[pulumi.Input[str]] = [f"{k}={v}" for k, v in sorted(s.env.items())]
     for k, key in sorted(s.secret_env.items()):
         value = secrets[key].apply(sha256) if k.endswith("_SHA256") else secrets[key]

@@ -56,7 +56,8 @@ class Experiment(pulumi.ComponentResource):
             "host_units_receipt": self.host_units.receipt if self.host_units else "",
             "images": sorted(self.images.names), "worker_images": worker_images,
             "revisioned_images": [p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
-            "checkout_revision": revision, "subnets": [str(p.internal_network), str(p.egress_network)],
+            "checkout_revision": revision,
+            "subnets": [str(n) for n in (p.internal_network, p.egress_network, p.operator_network) if n],
             "networks": sorted(network_names(p).values()), "ports": sorted(p.ports.values()),
         }, opts_(data, self.networks, self.images, self.host_units), args="host")
         manifest = Step(f"{name}-manifest-start", "manifest", {

@@ -1,4 +1,5 @@
-"""Networks: the team's internal network and the egress network (only the egress proxy joins both)."""
+"""Networks: the team's internal network and the egress network (only the egress proxy joins both), and for a
+team that publishes operator ports the operator network those services join (see addressing.derived_operator)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ def docker_labels(labels: dict[str, str]) -> list[dict[str, str]]:
 class Networks(pulumi.ComponentResource):
     internal: docker.Network
     egress: docker.Network
+    operator: docker.Network | None
 
     def __init__(self, name: str, profile: Profile, opts: pulumi.ResourceOptions | None = None):
         super().__init__("agensh:index:Networks", name, None, opts)
@@ -31,4 +33,6 @@ class Networks(pulumi.ComponentResource):
 
         self.internal = network("internal", str(profile.internal_network), True)
         self.egress = network("egress", str(profile.egress_network), profile.egress_internal)
+        op = profile.operator_network
+        self.operator = network("operator", str(op), False) if op else None
         self.register_outputs({"internal": self.internal.name, "egress": self.egress.name})

@@ -119,6 +119,7 @@ class Profile(BaseModel):
     eval_attempt: int = Field(1, ge=1, description="Raise to re-evaluate the unchanged submissions (no inference)")
     allow_dirty: bool = Field(False, description="Record a dirty checkout instead of refusing it")
     egress_internal: bool = Field(False, description="Egress network without outside access (demo, tests)")
+    publish_ports: bool = Field(True, description="Publish operator ports on 127.0.0.1 (via the operator network)")
     model_standin: bool = Field(False, description="Run the demo's stand-in model on the egress network")
 
     # --- derivations -------------------------------------------------------------------------
@@ -170,8 +171,13 @@ class Profile(BaseModel):
         return addressing.derived_egress(self.subnet_octet)
 
     @property
+    def operator_network(self) -> ipaddress.IPv4Network | None:
+        """Only teams that publish operator ports have one."""
+        return addressing.derived_operator(self.subnet_octet) if self.kind == "team" and self.publish_ports else None
+
+    @property
     def ports(self) -> dict[str, int]:
-        return {} if self.kind == "baseline" else addressing.ports(self.port_base)
+        return addressing.ports(self.port_base) if self.operator_network else {}
 
     @property
     def private_tag(self) -> str | None:
@@ -328,6 +334,11 @@ def _check_subnets(p: Profile) -> list[tuple[str, str]]:
     if "egress_subnet" not in nets and p.egress_subnet is None:
         nets["egress_subnet"] = p.egress_network
     internal, egress = nets.get("internal_subnet"), nets.get("egress_subnet")
+    operator = p.operator_network
+    if operator is not None:
+        for key, net in (("internal_subnet", internal), ("egress_subnet", egress)):
+            if net is not None and net.overlaps(operator):
+                out.append((key, f"{net} overlaps the operator network {operator} (10.<subnet_octet>.254.0/24)"))
     if internal is not None and internal.num_addresses < p.slots:
         out.append(("internal_subnet", f"{internal} holds {internal.num_addresses} addresses; the profile needs {p.slots}"))
     if internal is not None and egress is not None and internal.overlaps(egress):

@@ -21,6 +21,7 @@ class Placement:
     role: str  # service name, "router" or "worker"
     internal_ip: str | None
     egress_ip: str | None = None
+    operator_ip: str | None = None  # services with operator ports (see addressing.derived_operator)
     task: str | None = None
     index: int | None = None  # worker/router number, 1-based
     memory_mb: int | None = None
@@ -28,7 +29,8 @@ class Placement:
 
 
 def network_names(p: Profile) -> dict[str, str]:
-    return {"internal": naming.resource_name(p.profile, "internal"), "egress": naming.resource_name(p.profile, "egress")}
+    kinds = ["internal", "egress"] + (["operator"] if p.operator_network else [])
+    return {k: naming.resource_name(p.profile, k) for k in kinds}
 
 
 def router_ip(p: Profile, task: str, n: int) -> str:
@@ -51,6 +53,7 @@ def placements(p: Profile) -> list[Placement]:
             role=name,
             internal_ip=addressing.service_ip(internal, name) if name != "model" else None,
             egress_ip=egress_ip,
+            operator_ip=addressing.service_ip(p.operator_network, name) if name in p.ports else None,
             labels=p.labels(name),
         )
 

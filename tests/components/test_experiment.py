@@ -50,7 +50,7 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
 
     containers = {r.inputs["name"]: r for r in by_type[CONTAINER]}
     assert len(containers) == 7 + 2 * workers
-    assert len(by_type[NETWORK]) == 2
+    assert len(by_type[NETWORK]) == 3
     assert len(by_type[IMAGE]) == 1 + 3 + 6 + 1  # cleanroom, third-party, shared images, one worker image
     # profile data, host units, 2 preflights, manifest start/finish, and seed..score for the one task
     assert len(by_type["command:local:Command"]) == 6 + 6
@@ -60,6 +60,12 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     assert internal.inputs["internal"] is True
     assert internal.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.0.0/24"
     assert egress.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.255.0/24"
+    operator = nets[f"omcgitea-{stack}-operator"]
+    assert operator.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.254.0/24" and not operator.inputs.get("internal")
+    on_operator = sorted(n for n, r in containers.items()
+                         if f"omcgitea-{stack}-operator" in [a["name"] for a in r.inputs["networksAdvanced"]])
+    assert on_operator == sorted(f"omcgitea-{stack}-{s}" for s in ("board", "gitea", "mattermost", "mysql", "secret-service"))
+    assert all(containers[n].inputs["ports"] for n in on_operator)  # exactly the services that publish ports
 
     workers_ = [r for r in containers.values() if labels_of(r)["agensh.role"] == "worker"]
     routers = [r for r in containers.values() if labels_of(r)["agensh.role"] == "router"]
@@ -75,7 +81,7 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     assert all(r.inputs["memory"] == 8 * 1024 for r in routers)
 
     proxy = containers[f"omcgitea-{stack}-egress-proxy"]
-    assert sorted(n["name"] for n in proxy.inputs["networksAdvanced"]) == sorted(nets)
+    assert sorted(n["name"] for n in proxy.inputs["networksAdvanced"]) == [f"omcgitea-{stack}-egress", f"omcgitea-{stack}-internal"]
     assert env_of(proxy)["LLM_UPSTREAM_TOKEN"] == SECRET_VALUES["llm_upstream_token"]
     assert is_secret(proxy.inputs["envs"])  # secrets stay secret in state
     holders = [n for n, r in containers.items() if SECRET_VALUES["llm_upstream_token"] in repr(r.inputs.get("envs"))]

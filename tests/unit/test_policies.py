@@ -111,6 +111,8 @@ def test_5_credentials_contained():
     proxy = container("egress-proxy", envs=["LLM_UPSTREAM_TOKEN=sk-model-credential", "WORKER_PROXY_TOKEN=proxy-cred-123456"])
     mysql = container("mysql", envs=["MYSQL_ROOT_PASSWORD=mysql-password-1"])
     assert check_stack(rules.credentials_contained, [(C, proxy), (C, mysql), (C, worker())]) == []
+    plain_names = worker(envs=["TOKEN_SERVICE_URL=http://10.1.0.6:8080", "PROMPT_WINDOW_TOKENS=272000"])
+    assert check_stack(rules.credentials_contained, [(C, proxy), (C, plain_names)]) == []
     leaky = worker(envs=["LLM_UPSTREAM_TOKEN=sk-model-credential", "DB=mysql-password-1"])
     labelled = container("board", labels=labels("board", **{"api_token": "abc"}))
     got = check_stack(rules.credentials_contained, [(C, proxy), (C, mysql), (C, leaky), (C, labelled)])

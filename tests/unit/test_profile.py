@@ -161,3 +161,13 @@ def test_ramp_and_budget():
 def test_profile_digest_changes_with_any_setting():
     assert parse_profile(raw()).digest() != parse_profile(raw(workers=9)).digest()
     assert isinstance(Profile.model_fields["tasks"].annotation, object)
+
+
+def test_operator_network_only_when_ports_are_published():
+    p = parse_profile(raw())
+    assert str(p.operator_network) == "10.249.254.0/24"
+    off = parse_profile(raw(publish_ports=False))
+    assert off.operator_network is None and off.ports == {}
+    assert all(c.operator_ip is None for c in placements(off))
+    got = problems(internal_subnet="10.249.254.0/24")
+    assert any(k == "internal_subnet" and "overlaps the operator network" in m for k, m in got)
