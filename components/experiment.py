@@ -59,17 +59,18 @@ class Experiment(pulumi.ComponentResource):
             "checkout_revision": revision,
             "subnets": [str(n) for n in (p.internal_network, p.egress_network, p.operator_network) if n],
             "networks": sorted(network_names(p).values()), "ports": sorted(p.ports.values()),
-        }, opts_(data, self.networks, self.images, self.host_units), args="host")
+        }, opts_(data, self.networks, self.images, self.host_units), args="host", once_per_run=p.run_id)
         manifest = Step(f"{name}-manifest-start", "manifest", {
             "run_dir": run_dir, "project_dir": str(project_dir), "checkout": str(checkout),
             "profile": p.model_dump(mode="json"), "profile_digest": p.digest(), "images": self.images.ids,
-        }, opts_(preflight), args="start")
+        }, opts_(preflight), args="start", once_per_run=p.run_id)
         self.platform = Platform(f"{name}-platform", p, self.networks, self.images, secrets,
                                  [d for d in (manifest, self.host_units) if d is not None], opts_())
         model_check = Step(f"{name}-preflight-model", "preflight", {
             "run_dir": run_dir, "model": p.model, "effort": p.reasoning_effort,
             "proxy_url": services.url(p, "egress-proxy"),
-        }, opts_(self.platform), args="model", secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]})
+        }, opts_(self.platform), args="model", secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
+            once_per_run=p.run_id)
 
         self.teams: list[Team] = []
         scores: list[Step] = []

@@ -23,7 +23,12 @@ class Step(local.Command):
 
     def __init__(self, name: str, program: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions,
                  args: str = "", secrets: dict[str, pulumi.Input[str]] | None = None,
-                 triggers: list[Any] | None = None, delete: str | None = None):
+                 triggers: list[Any] | None = None, delete: str | None = None, once_per_run: str | None = None):
+        """`once_per_run=<run id>`: a gate of the launch (preflight, the first manifest) runs once per run id;
+        later profile edits do not re-run it (a new run id does)."""
+        if once_per_run is not None:
+            triggers = [*(triggers or []), once_per_run]
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["environment"]))
         super().__init__(
             name,
             create=f"{self.python()} -m scripts.{program} {args}".strip(),
