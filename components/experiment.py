@@ -41,7 +41,7 @@ class Experiment(pulumi.ComponentResource):
         def opts_(*deps: Any) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions(parent=self, depends_on=[d for d in deps if d is not None])
 
-        data = Step(f"{name}-profile-data", "profile_data", {"profile_dir": str(p.run_dir().parent)}, opts_(),
+        data = Step(f"{name}-profile-data", "profile_data", {"profile_dir": str(p.run_dir().parent), "profile": p.profile}, opts_(),
                     args="create", delete=f"{Step.python()} -m scripts.profile_data delete")
         self.host_units = None
         if p.host_units != "off":

@@ -1,6 +1,7 @@
 """profile_data: the profile's data directory, created first and removed by `pulumi destroy`.
 
-`create` makes `<data root>/<profile>`; `delete` removes it, but refuses when a task's shutdown archives are
+`create` makes `<data root>/<profile>`; `delete` removes it (and the profile's untagged images left by
+rebuilds), but refuses when a task's shutdown archives are
 incomplete (inspect them first; AGENSH_FORCE_CLEAN=1 overrides). `make down` never calls this: it keeps data.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Mapping
@@ -28,6 +30,11 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
               "then destroy with AGENSH_FORCE_CLEAN=1", file=sys.stderr)
         return 1
     shutil.rmtree(root, ignore_errors=True)
+    # Images replaced by rebuilds during the stack's life are left untagged; they still carry the profile label.
+    profile = json.loads(env["AGENSH_INPUT"]).get("profile")
+    if profile:
+        subprocess.run(["docker", "image", "prune", "-f", "--filter", f"label=agensh.profile={profile}"],
+                       capture_output=True)
     print(json.dumps({"removed": str(root)}))
     return 0
 
