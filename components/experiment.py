@@ -41,8 +41,8 @@ class Experiment(pulumi.ComponentResource):
         def opts_(*deps: Any) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions(parent=self, depends_on=[d for d in deps if d is not None])
 
-        data = Step(f"{name}-profile-data", "profile_data", {"profile_dir": str(p.run_dir().parent), "profile": p.profile}, opts_(),
-                    args="create", delete=f"{Step.python()} -m scripts.profile_data delete")
+        data = Step(f"{name}-profile-data", "profile_data", {"profile_dir": str(p.run_dir().parent), "profile": p.profile},
+                    opts_(), args="create", delete=f"{Step.python()} -m scripts.profile_data delete")
         self.host_units = None
         if p.host_units != "off":
             key = Path(p.ssh_key_path).expanduser().read_text() if p.ssh_key_path else None
@@ -50,6 +50,33 @@ class Experiment(pulumi.ComponentResource):
         self.networks = Networks(f"{name}-net", p, opts_())
         self.images = Images(f"{name}-images", p, checkout, revision, opts_())
 
+        self.teams: list[Team] = []
+        if not p.run_steps:  # the bare topology: services after the host units, each team after the services
+            self.platform = Platform(f"{name}-platform", p, self.networks, self.images, secrets,
+                                     [d for d in (data, self.host_units) if d is not None], opts_())
+            self.teams = [Team(f"{name}-{naming.task_slug(t)}", p, t, self.networks, self.images, secrets,
+                               [self.platform], opts_()) for t in p.tasks]
+            record: pulumi.Input[dict[str, Any]] = {"steps": "off"}
+        else:
+            record = self._steps(name, p, secrets, project_dir, checkout, revision, run_dir, data, opts_)
+        self.outputs = {
+            "profile": p.profile,
+            "run_id": p.run_id,
+            "run_dir": run_dir,
+            "profile_digest": p.digest(),
+            "networks": {"internal": str(p.internal_network), "egress": str(p.egress_network)},
+            "addresses": {c.name: {"internal": c.internal_ip, "egress": c.egress_ip} for c in placements(p)},
+            "ports": p.ports,
+            "images": self.images.ids,
+            "host_units": self.host_units.receipt if self.host_units else "off",
+            "provenance": record,
+        }
+        self.register_outputs(self.outputs)
+
+    def _steps(self, name: str, p: Profile, secrets: dict[str, pulumi.Output[str]], project_dir: Path, checkout: Path,
+               revision: str | None, run_dir: str, data: Step, opts_: Any) -> pulumi.Output[dict[str, Any]]:
+        """Preflight, manifest, platform and per-task steps in the order of the module docstring; returns the
+        provenance record."""
         worker_images = [p.worker_image(t) for t in p.tasks]
         preflight = Step(f"{name}-preflight-host", "preflight", {
             "run_dir": run_dir, "profile": p.profile, "host_units": p.host_units,
@@ -72,7 +99,6 @@ class Experiment(pulumi.ComponentResource):
         }, opts_(self.platform), args="model", secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
             once_per_run=p.run_id)
 
-        self.teams: list[Team] = []
         scores: list[Step] = []
         previous_shutdown: Step | None = None
         gitea = {"gitea_url": services.url(p, "gitea"), "gitea_user": services.ADMIN_USER}
@@ -114,22 +140,10 @@ class Experiment(pulumi.ComponentResource):
             "profile": p.model_dump(mode="json"), "profile_digest": p.digest(), "attempt": p.eval_attempt,
         }, opts_(*scores, previous_shutdown), args="finish", triggers=[p.eval_attempt])
 
-        self.outputs = {
-            "profile": p.profile,
-            "run_id": p.run_id,
-            "run_dir": run_dir,
-            "profile_digest": p.digest(),
-            "networks": {"internal": str(p.internal_network), "egress": str(p.egress_network)},
-            "addresses": {c.name: {"internal": c.internal_ip, "egress": c.egress_ip} for c in placements(p)},
-            "ports": p.ports,
-            "images": self.images.ids,
-            "host_units": self.host_units.receipt if self.host_units else "off",
-            "provenance": pulumi.Output.all(
-                manifest=receipt(manifest.stdout), finish=receipt(finish.stdout),
-                scores=pulumi.Output.all(*[receipt(s.stdout) for s in scores]),
-            ).apply(lambda r: provenance(p, r)),
-        }
-        self.register_outputs(self.outputs)
+        return pulumi.Output.all(
+            manifest=receipt(manifest.stdout), finish=receipt(finish.stdout),
+            scores=pulumi.Output.all(*[receipt(s.stdout) for s in scores]),
+        ).apply(lambda r: provenance(p, r))
 
 
 def provenance(p: Profile, r: dict[str, Any]) -> dict[str, Any]:

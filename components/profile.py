@@ -119,6 +119,7 @@ class Profile(BaseModel):
     eval_attempt: int = Field(1, ge=1, description="Raise to re-evaluate the unchanged submissions (no inference)")
     allow_dirty: bool = Field(False, description="Record a dirty checkout instead of refusing it")
     egress_internal: bool = Field(False, description="Egress network without outside access (demo, tests)")
+    run_steps: bool = Field(True, description="Declare the experiment's steps; off: the bare topology (benchmarks)")
     publish_ports: bool = Field(True, description="Publish operator ports on 127.0.0.1 (via the operator network)")
     model_standin: bool = Field(False, description="Run the demo's stand-in model on the egress network")
 

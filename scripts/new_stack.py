@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new-run", action="store_true", help="start a new run id (a fresh launch)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other profile setting")
     ap.add_argument("--env-file", default=str(UPSTREAM_ENV), help="gateway env file ('none' to ignore it)")
+    ap.add_argument("--from", dest="source", metavar="PROFILE_FILE",
+                    help="take the settings from this file's `config:` (e.g. stacks/demo.profile.yaml)")
     args = ap.parse_args(argv)
 
     path = ROOT / "stacks" / f"Pulumi.{args.name}.yaml"
@@ -98,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     config: dict[str, Any] = dict(doc.get("config") or {})
     prefix = f"{NAMESPACE}:"
     plain = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and not isinstance(v, dict)}
+    if args.source:
+        source = (yaml.safe_load(Path(args.source).read_text()) or {}).get("config") or {}
+        plain.update({k[len(prefix):]: v for k, v in source.items() if k.startswith(prefix)})
 
     gw = gateway(None if args.env_file == "none" else Path(args.env_file).expanduser())
     for env_key, key in GATEWAY_KEYS.items():
@@ -145,7 +150,12 @@ def main(argv: list[str] | None = None) -> int:
             pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{key}", stdin=secrets.token_urlsafe(24))
             generated.append(key)
     token = gw.get("LLM_UPSTREAM_TOKEN")
-    if token and (not has_token or pulumi("config", "get", "-s", args.name, f"{prefix}{TOKEN_KEY}").stdout.strip() != token):
+    current = pulumi("config", "get", "-s", args.name, f"{prefix}{TOKEN_KEY}", check=False) if has_token else None
+    if current is not None and current.returncode != 0:
+        print(f"new-stack: cannot read the stack's secrets ({current.stderr.strip()}); this stack file was encrypted "
+              "with another passphrase (PULUMI_CONFIG_PASSPHRASE / PULUMI_CONFIG_PASSPHRASE_FILE)", file=sys.stderr)
+        return 2
+    if token and (current is None or current.stdout.strip() != token):
         pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{TOKEN_KEY}", stdin=token)
     os.chmod(path, 0o600)
     print(f"stack {args.name}: {path} (run {plain['run_id']}); generated: {', '.join(generated) or 'nothing (kept)'}")

@@ -146,3 +146,13 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     for r in regs.values():
         step_input = str(unsecret(r.inputs.get("environment", {})).get("AGENSH_INPUT"))
         assert not any(v in step_input for v in SECRET_VALUES.values()), r.name
+
+
+def test_bare_topology_without_steps(tmp_path: Path, run_program):
+    profile = stack_profile("cohort-w8", tmp_path, run_steps=False)
+    regs = run_program(lambda: Experiment("experiment", profile, secrets(), project_dir=tmp_path).images.ids)
+    commands = sorted(r.name for r in regs.values() if r.type == "command:local:Command")
+    assert commands == ["experiment-host-install", "experiment-profile-data"]
+    workers = [r for r in regs.values() if r.type == CONTAINER and labels_of(r)["agensh.role"] == "worker"]
+    mysql = regs["experiment-platform-mysql"]
+    assert len(workers) == 8 and all(mysql.urn in w.deps for w in workers)

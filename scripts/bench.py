@@ -1,0 +1,124 @@
+"""Benchmark: Pulumi against plain `docker run` for demo-shaped teams (prints figures; asserts nothing).
+
+For each team size it makes a copy of the project with a stack from the demo profile (bare topology:
+`run_steps: false`), then times `pulumi preview`, `pulumi up` (done when every container runs, services healthy),
+`pulumi destroy`, and the same networks and containers started by plain `docker run` calls in one process.
+
+    .venv/bin/python -m scripts.bench 2 8 32        (after `make setup` and one `make demo` for the images)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from components.profile import parse_profile
+from components.services import spec
+from components.topology import network_names, placements
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIED = ("Pulumi.yaml", "__main__.py", "components", "scripts", "policies")
+
+
+def timed(cmd: list[str], **kw) -> float:
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if out.returncode:
+        raise SystemExit(f"bench: {' '.join(cmd[:3])} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return time.monotonic() - t0
+
+
+def config(workers: int, data: Path) -> dict:
+    cfg = yaml.safe_load((ROOT / "stacks" / "demo.profile.yaml").read_text())["config"]
+    cfg.update({"agensh:profile": f"bench-w{workers}", "agensh:workers": workers, "agensh:run_steps": False,
+                "agensh:subnet_octet": 246, "agensh:llm_upstream": "http://10.246.255.3:8080",
+                "agensh:data_root": str(data), "agensh:keep_pulled_images": True, "agensh:host_units": "off",
+                "agensh:mm_max_users_per_team": max(200, workers + 3)})
+    return cfg
+
+
+def plain_docker(workers: int, data: Path) -> float:
+    """The same networks and containers, by `docker run` in one process (images as Pulumi built them)."""
+    p = parse_profile({k.split(":", 1)[1]: v for k, v in config(workers, data).items()} | {
+        "agensh_checkout": str(ROOT / "stacks" / "demo")})
+    nets = network_names(p)
+    subnets = {"internal": p.internal_network, "egress": p.egress_network}
+    made: list[str] = []
+    t0 = time.monotonic()
+    try:
+        for kind, name in nets.items():
+            subprocess.run(["docker", "network", "create", "--internal", "--subnet", str(subnets[kind]),
+                            "--label", "agensh.bench=plain", name], check=True, capture_output=True)
+        for c in placements(p):
+            s = spec(p, c)
+            args = ["docker", "run", "-d", "--name", c.name, "--label", "agensh.bench=plain", "--hostname", c.role,
+                    "--network", nets["internal" if c.internal_ip else "egress"],
+                    "--ip", c.internal_ip or c.egress_ip or ""]
+            for k, v in s.env.items():
+                args += ["-e", f"{k}={v}"]
+            for k in s.secret_env:
+                args += ["-e", f"{k}=bench"]
+            if s.memory_mb:
+                args += ["--memory", f"{s.memory_mb}m"]
+            if s.user:
+                args += ["--user", s.user]
+            args.append(s.image)
+            args += list(s.command or [])
+            subprocess.run(args, check=True, capture_output=True)
+            made.append(c.name)
+        return time.monotonic() - t0
+    finally:
+        if made:
+            subprocess.run(["docker", "rm", "-f", *made], capture_output=True)
+        subprocess.run(["docker", "network", "rm", *nets.values()], capture_output=True)
+
+
+def bench(workers: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = Path(tmp)
+        proj = tmpdir / "project"
+        proj.mkdir()
+        for part in COPIED:
+            src = ROOT / part
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part)
+        shutil.copytree(ROOT / "stacks" / "demo", proj / "stacks" / "demo")
+        (proj / ".venv").symlink_to(ROOT / ".venv")
+        stack = f"bench-w{workers}"
+        (proj / "stacks" / f"{stack}.profile.yaml").write_text(yaml.safe_dump({"config": config(workers, tmpdir / "data")}))
+        (tmpdir / "state").mkdir()
+        env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmpdir / 'state'}", PULUMI_CONFIG_PASSPHRASE="bench",
+                   LLM_UPSTREAM_TOKEN="bench-token")
+        env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+        run = {"cwd": proj, "env": env}
+        timed([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
+               "--env-file", "none"], **run)
+        pulumi = ["pulumi", "--non-interactive", "-s", stack]
+        try:
+            preview = timed([*pulumi, "preview"], **run)
+            up = timed([*pulumi, "up", "--yes", "--skip-preview"], **run)
+        finally:
+            destroy = timed([*pulumi, "destroy", "--yes", "--skip-preview"], **run)
+            subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, **run)
+        docker = plain_docker(workers, tmpdir / "data")
+    return {"preview": preview, "up": up, "destroy": destroy, "docker_run": docker}
+
+
+def main(argv: list[str]) -> int:
+    sizes = [int(a) for a in argv] or [2, 8, 32]
+    print("workers containers  preview_s  up_s  destroy_s  docker_run_s  up/docker")
+    for n in sizes:
+        r = bench(n)
+        print(f"{n:7d} {7 + 1 + 2 * n:10d} {r['preview']:9.1f} {r['up']:5.1f} {r['destroy']:10.1f} "
+              f"{r['docker_run']:13.1f} {r['up'] / r['docker_run']:10.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

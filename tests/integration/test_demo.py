@@ -1,0 +1,119 @@
+"""The demo pipeline through the real engine, in a copy of the project with its own backend and profile:
+the policy pack passes it; an `up` killed during the export wait resumes and finishes with score 1.0 without
+re-running completed steps; a further `up` changes nothing; destroy leaves nothing labelled behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COPIED = ("Pulumi.yaml", "__main__.py", "components", "scripts", "policies")
+TASK = "testorg__calculator.abc1234"
+
+
+def labelled(profile: str) -> dict[str, list[str]]:
+    f = f"label=agensh.profile={profile}"
+    kinds = {"containers": ["ps", "-aq"], "networks": ["network", "ls", "-q"], "volumes": ["volume", "ls", "-q"],
+             "images": ["images", "-q"]}
+    return {k: subprocess.run(["docker", *cmd, "--filter", f], capture_output=True, text=True).stdout.split()
+            for k, cmd in kinds.items()}
+
+
+@pytest.fixture
+def demo(tmp_path: Path, pulumi_engine: str):
+    """A copy of the project whose stack `demoit` is the demo profile under its own name, octet and data root."""
+    proj = tmp_path / "project"
+    proj.mkdir()
+    for part in COPIED:
+        src = ROOT / part
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part, **({"ignore": shutil.ignore_patterns(
+            "__pycache__")} if src.is_dir() else {}))
+    shutil.copytree(ROOT / "stacks" / "demo", proj / "stacks" / "demo")
+    (proj / ".venv").symlink_to(ROOT / ".venv")
+    profile = f"demoit-{uuid.uuid4().hex[:4]}"
+    config = yaml.safe_load((ROOT / "stacks" / "demo.profile.yaml").read_text())["config"]
+    config.update({"agensh:profile": profile, "agensh:subnet_octet": 247, "agensh:llm_upstream": "http://10.247.255.3:8080",
+                   "agensh:data_root": str(tmp_path / "data"), "agensh:keep_pulled_images": True})
+    (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
+    (tmp_path / "state").mkdir()
+    env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE="demo-it",
+               LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
+    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run(args, cwd=proj, env=env, capture_output=True, text=True)
+        assert not check or out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+        return out
+
+    assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
+    run(sys.executable, "-m", "scripts.demo_images")
+    run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",
+        "--set", "host_units=off")
+    yield proj, profile, env, run, tmp_path / "data" / profile
+    run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
+    run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
+    left = labelled(profile)
+    for kind, cmd in (("containers", ["rm", "-f"]), ("networks", ["network", "rm"]), ("volumes", ["volume", "rm"]),
+                      ("images", ["rmi", "-f"])):
+        if left[kind]:
+            subprocess.run(["docker", *cmd, *left[kind]], capture_output=True)
+
+
+def test_demo_resumes_scores_and_cleans_up(demo):
+    proj, profile, env, run, data = demo
+    policy = ["--policy-pack", "policies", "--policy-pack-config", "policies/demo.json"]
+    preview = run("pulumi", "preview", "--non-interactive", "-s", profile, *policy)
+    assert "agensh@v0.0.1" in preview.stdout and "mandatory" not in preview.stdout
+
+    # First up, killed (whole process group) while the export step waits for the deadline.
+    log = open(proj / "up1.log", "w")
+    first = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, *policy],
+                             cwd=proj, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    run_dir = data / "20261129t000000z"
+    kickoff = run_dir / TASK / "receipts" / "kickoff.json"
+    deadline = time.time() + 400
+    while not kickoff.exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(2)
+    assert kickoff.exists(), (proj / "up1.log").read_text()[-3000:]
+    time.sleep(10)  # the export step is now waiting for the task's deadline
+    assert first.poll() is None and not (run_dir / TASK / "submission.tar.gz").exists()
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    kicked = json.loads(kickoff.read_text())
+
+    # The next up resumes (after `pulumi cancel` drops the killed run's lock): completed steps stay done, the
+    # export waits only for what remains.
+    run("pulumi", "cancel", "--yes", "--non-interactive", "-s", profile)
+    second = run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, *policy)
+    assert json.loads(kickoff.read_text()) == kicked  # kickoff did not run again (its receipt is untouched)
+    for step in ("seed", "kickoff", "preflight-host", "manifest-start"):
+        assert not any(f"{step} creating" in line for line in second.stdout.splitlines()), step
+    score = json.loads((run_dir / TASK / "score.json").read_text())
+    assert score["score"] == 1.0 and score["complete"], score
+    export = json.loads((run_dir / TASK / "receipts" / "export.json").read_text())
+    assert export["exported_at"] >= kicked["deadline"]
+    outputs = json.loads(run("pulumi", "stack", "output", "--json", "--non-interactive", "-s", profile).stdout)
+    assert outputs["provenance"]["scores"][TASK]["score"] == 1.0
+    assert outputs["provenance"]["manifest"]["requested_task_ids"] == [TASK]
+    assert env["LLM_UPSTREAM_TOKEN"] not in json.dumps(outputs)
+    stats = subprocess.run(["docker", "exec", f"omcgitea-{profile}-model", "curl", "-s", "http://127.0.0.1:8080/stats"],
+                           capture_output=True, text=True).stdout
+    assert json.loads(stats)["ok"] >= 3  # preflight and both workers reached the stand-in model through the proxy
+
+    again = run("pulumi", "up", "--yes", "--expect-no-changes", "--non-interactive", "-s", profile, *policy)
+    assert "unchanged" in again.stdout
+
+    run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile)
+    assert labelled(profile) == {"containers": [], "networks": [], "volumes": [], "images": []}
+    assert not data.exists()
