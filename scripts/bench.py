@@ -45,9 +45,11 @@ def config(workers: int, data: Path) -> dict:
 
 
 def plain_docker(workers: int, data: Path) -> float:
-    """The same networks and containers, by `docker run` in one process (images as Pulumi built them)."""
-    p = parse_profile({k.split(":", 1)[1]: v for k, v in config(workers, data).items()} | {
-        "agensh_checkout": str(ROOT / "stacks" / "demo")})
+    """The same networks and containers, by `docker run` in one process, beside the Pulumi-made ones (own names
+    and subnets; the images Pulumi built)."""
+    raw = {k.split(":", 1)[1]: v for k, v in config(workers, data).items()}
+    p = parse_profile(raw | {"agensh_checkout": str(ROOT / "stacks" / "demo"), "profile": f"plain-w{workers}",
+                             "subnet_octet": 245})
     nets = network_names(p)
     subnets = {"internal": p.internal_network, "egress": p.egress_network}
     made: list[str] = []
@@ -69,10 +71,13 @@ def plain_docker(workers: int, data: Path) -> float:
                 args += ["--memory", f"{s.memory_mb}m"]
             if s.user:
                 args += ["--user", s.user]
-            args.append(s.image)
+            args.append(s.image)  # image names do not depend on the profile name: the ones Pulumi built
             args += list(s.command or [])
             subprocess.run(args, check=True, capture_output=True)
             made.append(c.name)
+            if c.internal_ip and c.egress_ip:
+                subprocess.run(["docker", "network", "connect", "--ip", c.egress_ip, nets["egress"], c.name],
+                               check=True, capture_output=True)
         return time.monotonic() - t0
     finally:
         if made:
@@ -103,10 +108,10 @@ def bench(workers: int) -> dict[str, float]:
         try:
             preview = timed([*pulumi, "preview"], **run)
             up = timed([*pulumi, "up", "--yes", "--skip-preview"], **run)
+            docker = plain_docker(workers, tmpdir / "data")
         finally:
             destroy = timed([*pulumi, "destroy", "--yes", "--skip-preview"], **run)
             subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, **run)
-        docker = plain_docker(workers, tmpdir / "data")
     return {"preview": preview, "up": up, "destroy": destroy, "docker_run": docker}
 
 
