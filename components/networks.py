@@ -6,7 +6,6 @@ from __future__ import annotations
 import pulumi
 import pulumi_docker as docker
 
-from . import naming
 from .profile import Profile
 from .topology import network_names
 

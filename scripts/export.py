@@ -7,7 +7,6 @@ ProgramBench's layout. On failure the step writes `EXPORT_FAILED` and fails.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -17,7 +16,7 @@ from typing import Any, Mapping
 
 from scripts.gitops import git, with_user
 from scripts.kickoff import iso, wait_until
-from scripts.records import EXPORT_FAILED, RunDir, StepFailed, progress, read_json, run_step
+from scripts.records import EXPORT_FAILED, RunDir, StepFailed, progress, read_json, step_main
 
 
 def export(a: dict[str, Any], password: str) -> dict[str, Any]:
@@ -46,12 +45,7 @@ def export(a: dict[str, Any], password: str) -> dict[str, Any]:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    a = json.loads(env["AGENSH_INPUT"])
-    password = env.get("AGENSH_GITEA_PASSWORD")
-    if not password:
-        print("export: AGENSH_GITEA_PASSWORD is not set", file=sys.stderr)
-        return 2
-    return run_step("export", Path(a["run_dir"]), a["task_id"], a, lambda: export(a, password))
+    return step_main("export", env, export, "AGENSH_GITEA_PASSWORD")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ records the kickoff time and the task's deadline, `ramp_start + budget_s`: the r
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -16,7 +15,7 @@ from string import Template
 from typing import Any, Mapping
 
 from scripts.http import request
-from scripts.records import RunDir, progress, read_json, run_step, write_atomic
+from scripts.records import RunDir, progress, read_json, step_main, write_atomic
 
 TEAM, CHANNEL = "pbench", "town-square"
 
@@ -52,12 +51,7 @@ def kickoff(a: dict[str, Any], password: str) -> dict[str, Any]:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    a = json.loads(env["AGENSH_INPUT"])
-    password = env.get("AGENSH_MATTERMOST_PASSWORD")
-    if not password:
-        print("kickoff: AGENSH_MATTERMOST_PASSWORD is not set", file=sys.stderr)
-        return 2
-    return run_step("kickoff", Path(a["run_dir"]), a["task_id"], a, lambda: kickoff(a, password))
+    return step_main("kickoff", env, kickoff, "AGENSH_MATTERMOST_PASSWORD")
 
 
 if __name__ == "__main__":

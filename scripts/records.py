@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 RUN_FAILED = "RUN_FAILED"
 EXPORT_FAILED = "EXPORT_FAILED"
@@ -131,6 +131,17 @@ def run_step(step: str, run_dir: Path, task_id: str | None, inputs: dict[str, An
         print(f"{step}: {receipt['error']}", file=sys.stderr)
         return 1
     return 0
+
+
+def step_main(step: str, env: Mapping[str, str], body: Callable[[dict[str, Any], str], dict[str, Any]],
+              secret: str) -> int:
+    """The `main()` of a step that needs one secret: its inputs from AGENSH_INPUT, the secret from its own variable."""
+    a = json.loads(env["AGENSH_INPUT"])
+    value = env.get(secret)
+    if not value:
+        print(f"{step}: {secret} is not set", file=sys.stderr)
+        return 2
+    return run_step(step, Path(a["run_dir"]), a.get("task_id"), a, lambda: body(a, value))
 
 
 class StepFailed(Exception):

@@ -6,7 +6,6 @@ out. Idempotent: an existing repository with a `main` branch is left as it is.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from typing import Any, Mapping
 
 from scripts.gitops import git, with_user
 from scripts.http import request
-from scripts.records import StepFailed, progress, run_step
+from scripts.records import StepFailed, progress, step_main
 
 from components.services import TEAM_ORG as ORG
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
@@ -70,19 +69,13 @@ def seed(a: dict[str, Any], password: str) -> dict[str, Any]:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    a = json.loads(env["AGENSH_INPUT"])
-    password = env.get("AGENSH_GITEA_PASSWORD")
-    if not password:
-        print("seed: AGENSH_GITEA_PASSWORD is not set", file=sys.stderr)
-        return 2
-
-    def body() -> dict[str, Any]:
+    def body(a: dict[str, Any], password: str) -> dict[str, Any]:
         try:
             return seed(a, password)
         except (RuntimeError, subprocess.CalledProcessError) as err:
             raise StepFailed(str(err)) from None
 
-    return run_step("seed", Path(a["run_dir"]), a["task_id"], a, body)
+    return step_main("seed", env, body, "AGENSH_GITEA_PASSWORD")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ the manifest is written first and finished with counts over the requested tasks.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
