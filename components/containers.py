@@ -49,6 +49,8 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
                                             read_only=m.read_only) for m in s.mounts],
         ports=[docker.ContainerPortArgs(internal=i, external=e, ip="127.0.0.1") for i, e in sorted(s.published.items())],
         command=list(s.command) if s.command else None,
+        entrypoints=list(s.entrypoint) if s.entrypoint else None,
+        network_mode="none" if not attach else None,
         user=s.user,
         memory=s.memory_mb,
         healthcheck=health,

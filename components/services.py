@@ -39,6 +39,7 @@ class ServiceSpec:
     healthcheck: tuple[str, ...] | None = None
     user: str | None = None
     memory_mb: int | None = None
+    entrypoint: tuple[str, ...] | None = None
     one_shot: bool = False  # runs to completion (bootstrap)
     stopped_on_purpose: bool = False  # must_run off: stopped at shutdown, not recreated
 
@@ -116,6 +117,14 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
         return ServiceSpec(image=p.image("egress-proxy"), env={"STANDIN": "model", "PORT": str(HTTP_PORT)},
                            secret_env={"EXPECTED_TOKEN_SHA256": "llm_upstream_token"}, healthcheck=http_check(HTTP_PORT))
     agent = f"{c.task}-{c.index}"
+    if role == "snapshot":
+        assert c.task is not None
+        commit = ("while sleep \"$SNAPSHOT_SECONDS\"; do git -C /workspace add -A && git -C /workspace "
+                  "-c user.name=snapshot -c user.email=snapshot@agensh.local commit -q -m \"snapshot $(date -u +%FT%TZ)\" "
+                  "&& echo \"snapshot $(date -u +%FT%TZ)\"; done")
+        return ServiceSpec(image=p.worker_image(c.task), user=WORKER_USER, entrypoint=("sh", "-c"), command=(commit,),
+                           env={"SNAPSHOT_SECONDS": str(p.snapshot_seconds)}, stopped_on_purpose=True,
+                           mounts=(Mount(data_dir(p, "workspace"), "/workspace"),))
     common = {"AGENT_ID": agent, "TASK_ID": c.task or "", "BOARD_URL": url(p, "board"), "GITEA_URL": url(p, "gitea"),
               "MATTERMOST_URL": url(p, "mattermost")}
     if role == "router":
@@ -135,10 +144,12 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
              "PBENCH_WAKE_OFFSET_S": str(p.task_budget.worker_offsets[c.index - 1]),
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
              "TEAM_REPO": f"{TEAM_ORG}/{naming.task_slug(c.task)}", "WORKERS": str(p.workers),
+             "BASELINE": "1" if p.kind == "baseline" else "0",
              "REFERENCE_BINARY": "/opt/pbench/executable"},
         secret_env={"LLM_PROXY_TOKEN": "worker_proxy_token"},
         mounts=(Mount(str(PurePosixPath(p.agensh_checkout) / "prompts"), "/opt/agensh/prompts", read_only=True),
-                Mount(archive_dir(p, agent), "/archive")))
+                Mount(archive_dir(p, agent), "/archive"))
+        + ((Mount(data_dir(p, "workspace"), "/workspace"),) if p.kind == "baseline" else ()))
 
 
 def archive_dir(p: Profile, agent: str) -> str:

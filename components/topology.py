@@ -79,4 +79,8 @@ def placements(p: Profile) -> list[Placement]:
                 memory_mb=p.worker_memory_gib * GIB_MB,
                 labels=p.labels("worker", task),
             ))
+        if p.kind == "baseline":  # commits the worker's non-ignored changes every snapshot_seconds; no network
+            out.append(Placement(name=naming.resource_name(p.profile, f"{naming.task_slug(task)}-snapshot"),
+                                 role="snapshot", task=task, index=1, internal_ip=None,
+                                 labels=p.labels("snapshot", task)))
     return out

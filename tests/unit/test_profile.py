@@ -131,7 +131,7 @@ def test_ports_and_subnets_of_the_documented_examples():
 def test_baseline_publishes_nothing_and_takes_explicit_subnets():
     p = parse_profile(raw(kind="baseline", workers=1, internal_subnet="10.177.242.0/24", egress_subnet="10.177.243.0/24"))
     assert p.ports == {}
-    assert [c.role for c in placements(p)] == ["egress-proxy", "worker"]
+    assert [c.role for c in placements(p)] == ["egress-proxy", "worker", "snapshot"]
 
 
 def test_placements_of_cohort_w8():
