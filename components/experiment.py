@@ -70,6 +70,7 @@ class Experiment(pulumi.ComponentResource):
             "images": self.images.ids,
             "host_units": self.host_units.receipt if self.host_units else "off",
             "provenance": record,
+            **({"pair": pair(p, record)} if p.pair_with and p.kind == "baseline" else {}),
         }
         self.register_outputs(self.outputs)
 
@@ -101,30 +102,11 @@ class Experiment(pulumi.ComponentResource):
 
         scores: list[Step] = []
         previous_shutdown: Step | None = None
-        gitea = {"gitea_url": services.url(p, "gitea"), "gitea_user": services.ADMIN_USER}
+        run_task = self._baseline_task if p.kind == "baseline" else self._team_task
         for task in p.tasks:
             slug = naming.task_slug(task)
-            repo = f"{services.TEAM_ORG}/{slug}"
             base = {"run_dir": run_dir, "task_id": task}
-            members = [c for c in placements(p) if c.task == task]
-            seed = Step(f"{name}-{slug}-seed", "seed", {
-                **base, **gitea, "repo": repo, "cleanroom_image": p.cleanroom_image(task),
-                "archive_dirs": [services.archive_dir(p, f"{task}-{c.index}") for c in members if c.role == "worker"],
-            }, opts_(model_check, previous_shutdown), secrets={"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]})
-            team = Team(f"{name}-{slug}", p, task, self.networks, self.images, secrets, [seed], opts_())
-            self.teams.append(team)
-            kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", {
-                **base, "mattermost_url": services.url(p, "mattermost"), "mattermost_user": services.ADMIN_USER,
-                "prompt": str(checkout / "prompts" / "kickoff.md"), "budget_s": p.task_budget.budget_s,
-                "kickoff_s": p.task_budget.kickoff_s,
-            }, opts_(team), secrets={"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]})
-            export = Step(f"{name}-{slug}-export", "export", {**base, **gitea, "repo": repo}, opts_(kickoff),
-                          secrets={"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]})
-            shutdown = Step(f"{name}-{slug}-shutdown", "shutdown", {
-                **base, "grace_s": p.export_grace_s,
-                "workers": {c.name: services.archive_dir(p, f"{task}-{c.index}") for c in members if c.role == "worker"},
-                "routers": [c.name for c in members if c.role == "router"],
-            }, opts_(export))
+            shutdown = run_task(name, p, task, base, secrets, checkout, opts_, [model_check, previous_shutdown])
             previous_shutdown = shutdown
             if p.skip_eval:
                 continue
@@ -144,6 +126,61 @@ class Experiment(pulumi.ComponentResource):
             manifest=receipt(manifest.stdout), finish=receipt(finish.stdout),
             scores=pulumi.Output.all(*[receipt(s.stdout) for s in scores]),
         ).apply(lambda r: provenance(p, r))
+
+    def _team_task(self, name: str, p: Profile, task: str, base: dict[str, Any], secrets: dict[str, pulumi.Output[str]],
+                   checkout: Path, opts_: Any, after: list[Any]) -> Step:
+        """Seed -> routers and workers -> kickoff -> export -> shutdown; returns the shutdown step."""
+        slug = naming.task_slug(task)
+        gitea = {"gitea_url": services.url(p, "gitea"), "gitea_user": services.ADMIN_USER, "repo": f"{services.TEAM_ORG}/{slug}"}
+        workers = [c for c in placements(p) if c.task == task and c.role == "worker"]
+        gitea_password = {"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]}
+        seed = Step(f"{name}-{slug}-seed", "seed", {
+            **base, **gitea, "cleanroom_image": p.cleanroom_image(task),
+            "archive_dirs": [services.archive_dir(p, f"{task}-{c.index}") for c in workers],
+        }, opts_(*after), secrets=gitea_password)
+        team = Team(f"{name}-{slug}", p, task, self.networks, self.images, secrets, [seed], opts_())
+        self.teams.append(team)
+        kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", {
+            **base, "mattermost_url": services.url(p, "mattermost"), "mattermost_user": services.ADMIN_USER,
+            "prompt": str(checkout / "prompts" / "kickoff.md"), "budget_s": p.task_budget.budget_s,
+            "kickoff_s": p.task_budget.kickoff_s,
+        }, opts_(team), secrets={"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]})
+        export = Step(f"{name}-{slug}-export", "export", {**base, **gitea}, opts_(kickoff), secrets=gitea_password)
+        return Step(f"{name}-{slug}-shutdown", "shutdown", {
+            **base, "grace_s": p.export_grace_s,
+            "workers": {c.name: services.archive_dir(p, f"{task}-{c.index}") for c in workers},
+            "routers": [c.name for c in placements(p) if c.task == task and c.role == "router"],
+        }, opts_(export))
+
+    def _baseline_task(self, name: str, p: Profile, task: str, base: dict[str, Any],
+                       secrets: dict[str, pulumi.Output[str]], checkout: Path, opts_: Any, after: list[Any]) -> Step:
+        """Seed the host workspace -> worker and snapshot sidecar -> stop at the deadline (archive, commit the rest,
+        export); returns the stop step, whose receipt is the task's shutdown receipt."""
+        slug = naming.task_slug(task)
+        by_role = {c.role: c for c in placements(p) if c.task == task}
+        agent = f"{task}-1"
+        workspace = services.data_dir(p, "workspace")
+        seed = Step(f"{name}-{slug}-baseline-seed", "baseline", {
+            **base, "workspace": workspace, "cleanroom_image": p.cleanroom_image(task), "budget_s": p.task_budget.budget_s,
+            "archive_dirs": [services.archive_dir(p, agent)],
+            "provenance": {"profile": p.model_dump(mode="json"), "profile_digest": p.digest(),
+                           "worker_image": p.worker_image(task), "cleanroom_image": p.cleanroom_image(task)},
+        }, opts_(*after), args="seed")
+        team = Team(f"{name}-{slug}", p, task, self.networks, self.images, secrets, [seed], opts_())
+        self.teams.append(team)
+        return Step(f"{name}-{slug}-baseline-stop", "baseline", {
+            **base, "workspace": workspace, "worker": by_role["worker"].name, "sidecar": by_role["snapshot"].name,
+            "archive_dir": services.archive_dir(p, agent), "grace_s": p.export_grace_s,
+        }, opts_(team), args="stop")
+
+
+def pair(p: Profile, record: pulumi.Input[dict[str, Any]]) -> pulumi.Output[dict[str, Any]]:
+    """This baseline's score beside the team stack's score for the same task (when both exist)."""
+    team = pulumi.StackReference(f"organization/{pulumi.get_project()}/{p.pair_with}")
+    return pulumi.Output.all(mine=record, theirs=team.get_output("provenance")).apply(lambda r: {
+        task: {"baseline": (r["mine"] or {}).get("scores", {}).get(task, {}).get("score"),
+               "team": ((r["theirs"] or {}).get("scores") or {}).get(task, {}).get("score"), "team_stack": p.pair_with}
+        for task in p.tasks})
 
 
 def provenance(p: Profile, r: dict[str, Any]) -> dict[str, Any]:

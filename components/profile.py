@@ -83,6 +83,7 @@ class Profile(BaseModel):
     idle_check_s: int = Field(60, gt=0, description="Idle check interval")
     export_grace_s: int = Field(600, ge=0, description="Archive grace for workers after the export")
     snapshot_seconds: int = Field(1200, gt=0, description="Baseline snapshot interval")
+    pair_with: str | None = Field(None, description="Baseline: the team stack whose score to pair with this one")
 
     # Images (REQUIREMENTS 10, 15-19)
     agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")

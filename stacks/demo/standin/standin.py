@@ -781,12 +781,42 @@ class Worker:
         log(f"sleeping the wake offset {offset:g} s")
         time.sleep(offset)
         try:
-            self.steps(gitea, repo)
+            if os.environ.get("BASELINE") == "1":
+                self.baseline()
+            else:
+                self.steps(gitea, repo)
             log("scripted steps done; idling until SIGTERM")
         except Exception as err:  # noqa: BLE001 - a stand-in reports and keeps its archive behaviour
             log(f"scripted steps FAILED: {err}; idling until SIGTERM")
         while True:
             time.sleep(3600)
+
+    def baseline(self) -> None:
+        """The standalone baseline: no team services; one model request, then the solution written (not committed)
+        into the mounted workspace, where the snapshot sidecar and the final commit at stop pick it up."""
+        self.model_request()
+        for name, text in SOLUTION.items():
+            (self.ws / name).write_text(text)
+            (self.ws / name).chmod(0o755)
+        (self.ws / ".git" / "info" / "exclude").write_text("scratch/\n")
+        (self.ws / "scratch").mkdir(exist_ok=True)
+        (self.ws / "scratch" / "notes.txt").write_text(f"ignored scratch file of {self.agent} (stand-in)\n")
+        log(f"baseline: wrote {', '.join(SOLUTION)} into {self.ws} (left for the snapshots to commit)")
+
+    def model_request(self) -> None:
+        proxy = env("LLM_PROXY_URL").rstrip("/")
+        body = {"model": env("MODEL", "stand-in"), "input": f"Stand-in worker {self.agent}: say hello.",
+                "reasoning": {"effort": env("REASONING_EFFORT", "high")}}
+        for attempt in range(30):
+            try:
+                status, reply, _ = call("POST", f"{proxy}/v1/responses", body, bearer=env("LLM_PROXY_TOKEN"),
+                                        ok=(401, 403, 502))
+                log(f"model request through the egress proxy: HTTP {status} {reply.get('output_text', '')!r}")
+                return
+            except (OSError, RuntimeError) as err:
+                if attempt == 29:
+                    log(f"model request failed: {err}")
+                time.sleep(2)
 
     def steps(self, gitea: str, repo: str) -> None:
         url = env("TOKEN_SERVICE_URL").rstrip("/") + f"/token/{self.agent}"
@@ -800,19 +830,7 @@ class Worker:
                 time.sleep(2)
         log("token fetched from the token service")
 
-        proxy = env("LLM_PROXY_URL").rstrip("/")
-        body = {"model": env("MODEL", "stand-in"), "input": f"Stand-in worker {self.agent}: say hello.",
-                "reasoning": {"effort": env("REASONING_EFFORT", "high")}}
-        for attempt in range(30):
-            try:
-                status, reply, _ = call("POST", f"{proxy}/v1/responses", body, bearer=env("LLM_PROXY_TOKEN"),
-                                        ok=(401, 403, 502))
-                log(f"model request through the egress proxy: HTTP {status} {reply.get('output_text', '')!r}")
-                break
-            except (OSError, RuntimeError) as err:
-                if attempt == 29:
-                    log(f"model request failed: {err}")
-                time.sleep(2)
+        self.model_request()
 
         remote = urllib.parse.urlsplit(gitea)
         origin = urllib.parse.urlunsplit(remote._replace(netloc=f"{self.agent}@{remote.netloc}",

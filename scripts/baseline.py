@@ -1,0 +1,98 @@
+"""baseline: the standalone single-agent baseline's own steps (REQUIREMENTS J); evaluate and score are shared.
+
+`seed`: the task's starting workspace (from the cleanroom image, without the reference binary) becomes a Git
+repository on the host, mounted into the worker; writes `provenance.json` and `status.json`.
+`stop` (at the deadline): stops the snapshot sidecar, gives the worker the archive grace to seal its archive
+(verified), keeps its log as the native activity log `cc.log`, commits what remains, and exports the committed
+HEAD as the submission. Unlike a team, work done while stopping can enter the submission (the seed's
+documented difference). Lifecycle states in `status.json`: seeded, running, stopping, exported (or export_failed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from scripts.gitops import git
+from scripts.kickoff import iso, wait_until
+from scripts.records import (EXPORT_FAILED, RunDir, StepFailed, progress, read_json, run_step,
+                             write_atomic)
+from scripts.seed import WORKER_UID, archive_dirs, workspace_from_image
+from scripts.shutdown import stop as docker_stop
+from scripts.shutdown import verify
+
+
+def status(rd: RunDir, state: str, **extra: Any) -> None:
+    current = read_json(rd.path / "status.json") or {"history": []}
+    current["history"].append({"state": state, "at": iso(time.time())})
+    write_atomic(rd.path / "status.json", {**current, "state": state, **extra})
+
+
+def seed(a: dict[str, Any]) -> dict[str, Any]:
+    rd = RunDir(Path(a["run_dir"]))
+    ws = Path(a["workspace"])
+    archive_dirs(a.get("archive_dirs", []))
+    if not (ws / ".git").exists():
+        ws.mkdir(parents=True, exist_ok=True)
+        files = workspace_from_image(a["cleanroom_image"], ws)
+        git("init", "-q", "-b", "main", cwd=ws)
+        git("add", "-A", cwd=ws)
+        git("commit", "-q", "--allow-empty", "-m", f"Task {a['task_id']}: starting workspace", cwd=ws)
+        subprocess.run(["chown", "-R", f"{WORKER_UID}:{WORKER_UID}", str(ws)], check=True)
+        progress(f"baseline: seeded {len(files)} files into {ws}")
+    started = time.time()
+    write_atomic(rd.path / "provenance.json", {**a["provenance"], "seeded_at": iso(started)})
+    status(rd, "running", deadline=iso(started + a["budget_s"]))
+    return {"workspace": str(ws), "commit": git("rev-parse", "HEAD", cwd=ws), "started_epoch": started,
+            "deadline_epoch": started + a["budget_s"], "deadline": iso(started + a["budget_s"])}
+
+
+def stop(a: dict[str, Any]) -> dict[str, Any]:
+    rd = RunDir(Path(a["run_dir"]))
+    task, ws = a["task_id"], Path(a["workspace"])
+    seeded = read_json(rd.receipt_path("baseline-seed", task))
+    if not seeded or seeded.get("status") != "ok":
+        raise StepFailed("no baseline-seed receipt: the baseline never started")
+    wait_until(seeded["deadline_epoch"], "baseline stop")
+    status(rd, "stopping")
+    docker_stop([a["sidecar"]], 10)
+    docker_stop([a["worker"]], a["grace_s"])
+    archive = verify(Path(a["archive_dir"]))
+    log = subprocess.run(["docker", "logs", a["worker"]], capture_output=True, text=True)
+    (rd.path / "cc.log").write_text(log.stdout + log.stderr)
+    git("-c", f"safe.directory={ws}", "add", "-A", cwd=ws)
+    if git("-c", f"safe.directory={ws}", "status", "--porcelain", cwd=ws):
+        git("-c", f"safe.directory={ws}", "commit", "-q", "-m", "final: remaining changes after stop", cwd=ws)
+    out = rd.task(task) / "submission.tar.gz"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(".submission.tar.gz.part")
+    try:
+        git("-c", f"safe.directory={ws}", "archive", "--format=tar.gz", "-o", str(part), "HEAD", cwd=ws)
+    except RuntimeError as err:
+        rd.marker(task, EXPORT_FAILED, str(err))
+        status(rd, "export_failed")
+        raise StepFailed(f"export failed: {err}", marker=EXPORT_FAILED) from None
+    part.replace(out)
+    snapshots = git("-c", f"safe.directory={ws}", "log", "--oneline", "--grep", "^snapshot", cwd=ws).splitlines()
+    status(rd, "exported", submission=str(out))
+    return {"archives": {a["worker"]: archive}, "archives_complete": archive == "ok", "submission": str(out),
+            "commit": git("-c", f"safe.directory={ws}", "rev-parse", "HEAD", cwd=ws), "snapshots": len(snapshots)}
+
+
+def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
+
+    mode = (argv if argv is not None else sys.argv[1:])[0]
+    a = json.loads(env["AGENSH_INPUT"])
+    if mode == "seed":
+        return run_step("baseline-seed", Path(a["run_dir"]), a["task_id"], a, lambda: seed(a))
+    # the stop step's receipt is the task's shutdown receipt, which the score step reads for the archives
+    return run_step("shutdown", Path(a["run_dir"]), a["task_id"], a, lambda: stop(a))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
