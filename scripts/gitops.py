@@ -18,6 +18,8 @@ def with_user(url: str, user: str) -> str:
 def git(*args: str, cwd: Path | None = None, password: str | None = None, check: bool = True) -> str:
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_AUTHOR_NAME="pbench", GIT_AUTHOR_EMAIL="pbench@agensh.local",
                GIT_COMMITTER_NAME="pbench", GIT_COMMITTER_EMAIL="pbench@agensh.local")
+    if cwd is not None:  # the baseline's workspace belongs to the worker's uid; the step programs run as root
+        env |= {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": str(cwd)}
     askpass = None
     if password is not None:
         fd, askpass = tempfile.mkstemp(prefix="agensh-askpass-")
