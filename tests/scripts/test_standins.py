@@ -448,10 +448,9 @@ def test_bootstrap_and_scripted_workers(team: Team, tmp_path: Path):
                 "cleanroom_image": cleanroom, "task_id": TASK}
         assert seed(args, team.secrets["gitea_admin_password"])["seeded"] == "now"
 
-        # The contract gives workers no team size, so worker 1 makes the direct-push attempt (see standin.py).
-        wanted = {workers[0][0]: ["HTTP 200 'stand-in model reply'", "opened and merged pull #1",
-                                  "direct push to main refused", "steps done"],
-                  workers[1][0]: ["HTTP 200", "pushed branch agent-2", "steps done"]}
+        # Workers know the team size (WORKERS), so worker 2 makes the direct-push attempt (see standin.py).
+        wanted = {workers[0][0]: ["HTTP 200 'stand-in model reply'", "opened and merged pull #1", "steps done"],
+                  workers[1][0]: ["HTTP 200", "pushed branch agent-2", "direct push to main refused", "steps done"]}
         end = time.monotonic() + 30
         while not all(all(w in logs(n) for w in want) for n, want in wanted.items()):
             assert time.monotonic() < end, "\n".join(logs(n) for n in wanted)

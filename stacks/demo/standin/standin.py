@@ -873,7 +873,7 @@ class Worker:
             call("POST", f"{api}/pulls/{pr['number']}/merge", {"Do": "merge"}, basic=(self.agent, self.token))
             log(f"opened and merged pull #{pr['number']} ({branch} -> main, zero approvals)")
 
-        team = os.environ.get("WORKERS")  # not in the contract: without it worker 1 makes the attempt
+        team = os.environ.get("WORKERS")  # the team size; a lone worker makes the attempt itself
         if self.n == (2 if team and int(team) >= 2 else 1):
             self.git("fetch", "-q", "origin", "main")
             self.git("checkout", "-q", "-B", "direct-main-attempt", "origin/main")
