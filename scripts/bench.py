@@ -9,22 +9,16 @@ For each team size it makes a copy of the project with a stack from the demo pro
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from components.profile import parse_profile
 from components.services import spec
 from components.topology import network_names, placements
-
-ROOT = Path(__file__).resolve().parent.parent
-COPIED = ("Pulumi.yaml", "__main__.py", "components", "scripts", "policies")
+from scripts.sandbox import ROOT, isolated_env, profile_config, project_copy
 
 
 def timed(cmd: list[str], **kw) -> float:
@@ -36,12 +30,9 @@ def timed(cmd: list[str], **kw) -> float:
 
 
 def config(workers: int, data: Path) -> dict:
-    cfg = yaml.safe_load((ROOT / "stacks" / "demo.profile.yaml").read_text())["config"]
-    cfg.update({"agensh:profile": f"bench-w{workers}", "agensh:workers": workers, "agensh:run_steps": False,
-                "agensh:subnet_octet": 246, "agensh:llm_upstream": "http://10.246.255.3:8080",
-                "agensh:data_root": str(data), "agensh:keep_pulled_images": True, "agensh:host_units": "off",
-                "agensh:mm_max_users_per_team": max(200, workers + 3)})
-    return cfg
+    return profile_config("demo.profile.yaml", profile=f"bench-w{workers}", workers=workers, run_steps=False,
+                          subnet_octet=246, llm_upstream="http://10.246.255.3:8080", data_root=str(data),
+                          keep_pulled_images=True, host_units="off", mm_max_users_per_team=max(200, workers + 3))
 
 
 def plain_docker(workers: int, data: Path) -> float:
@@ -88,19 +79,9 @@ def plain_docker(workers: int, data: Path) -> float:
 def bench(workers: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
-        proj = tmpdir / "project"
-        proj.mkdir()
-        for part in COPIED:
-            src = ROOT / part
-            (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part)
-        shutil.copytree(ROOT / "stacks" / "demo", proj / "stacks" / "demo")
-        (proj / ".venv").symlink_to(ROOT / ".venv")
         stack = f"bench-w{workers}"
-        (proj / "stacks" / f"{stack}.profile.yaml").write_text(yaml.safe_dump({"config": config(workers, tmpdir / "data")}))
-        (tmpdir / "state").mkdir()
-        env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmpdir / 'state'}", PULUMI_CONFIG_PASSPHRASE="bench",
-                   LLM_UPSTREAM_TOKEN="bench-token")
-        env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+        proj = project_copy(tmpdir, stack, config(workers, tmpdir / "data"))
+        env = isolated_env(tmpdir, "bench", LLM_UPSTREAM_TOKEN="bench-token")
         run = {"cwd": proj, "env": env}
         timed([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
                "--env-file", "none"], **run)

@@ -4,40 +4,25 @@ the real evaluator; records written; destroy leaves nothing labelled behind."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
-import yaml
-
-from tests.integration.test_demo import COPIED, labelled
+from scripts.sandbox import isolated_env, profile_config, project_copy
+from tests.integration.test_demo import labelled
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 
 
 def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
-    proj = tmp_path / "project"
-    proj.mkdir()
-    for part in COPIED:
-        src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part)
-    shutil.copytree(ROOT / "stacks" / "demo", proj / "stacks" / "demo")
-    (proj / ".venv").symlink_to(ROOT / ".venv")
     profile = f"baseit-{uuid.uuid4().hex[:4]}"
-    config = yaml.safe_load((ROOT / "stacks" / "demo-baseline.profile.yaml").read_text())["config"]
-    config = {k: v for k, v in config.items() if k != "agensh:pair_with"}
-    config.update({"agensh:profile": profile, "agensh:internal_subnet": "10.176.242.0/24",
-                   "agensh:egress_subnet": "10.176.243.0/24", "agensh:llm_upstream": "http://10.176.243.3:8080",
-                   "agensh:data_root": str(tmp_path / "data"), "agensh:keep_pulled_images": True})
-    (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
-    (tmp_path / "state").mkdir()
-    env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE="base-it",
-               LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
-    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    proj = project_copy(tmp_path, profile, profile_config(
+        "demo-baseline.profile.yaml", profile=profile, pair_with=None, internal_subnet="10.176.242.0/24",
+        egress_subnet="10.176.243.0/24", llm_upstream="http://10.176.243.3:8080", data_root=str(tmp_path / "data"),
+        keep_pulled_images=True))
+    env = isolated_env(tmp_path, "base-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         out = subprocess.run(args, cwd=proj, env=env, capture_output=True, text=True)

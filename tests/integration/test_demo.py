@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,10 +14,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-import yaml
+
+from scripts.sandbox import isolated_env, profile_config, project_copy
 
 ROOT = Path(__file__).resolve().parents[2]
-COPIED = ("Pulumi.yaml", "__main__.py", "components", "scripts", "policies")
 TASK = "testorg__calculator.abc1234"
 
 
@@ -33,23 +32,11 @@ def labelled(profile: str) -> dict[str, list[str]]:
 @pytest.fixture
 def demo(tmp_path: Path, pulumi_engine: str):
     """A copy of the project whose stack `demoit` is the demo profile under its own name, octet and data root."""
-    proj = tmp_path / "project"
-    proj.mkdir()
-    for part in COPIED:
-        src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part, **({"ignore": shutil.ignore_patterns(
-            "__pycache__")} if src.is_dir() else {}))
-    shutil.copytree(ROOT / "stacks" / "demo", proj / "stacks" / "demo")
-    (proj / ".venv").symlink_to(ROOT / ".venv")
     profile = f"demoit-{uuid.uuid4().hex[:4]}"
-    config = yaml.safe_load((ROOT / "stacks" / "demo.profile.yaml").read_text())["config"]
-    config.update({"agensh:profile": profile, "agensh:subnet_octet": 247, "agensh:llm_upstream": "http://10.247.255.3:8080",
-                   "agensh:data_root": str(tmp_path / "data"), "agensh:keep_pulled_images": True})
-    (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
-    (tmp_path / "state").mkdir()
-    env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE="demo-it",
-               LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
-    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    proj = project_copy(tmp_path, profile, profile_config(
+        "demo.profile.yaml", profile=profile, subnet_octet=247, llm_upstream="http://10.247.255.3:8080",
+        data_root=str(tmp_path / "data"), keep_pulled_images=True))
+    env = isolated_env(tmp_path, "demo-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         out = subprocess.run(args, cwd=proj, env=env, capture_output=True, text=True)

@@ -10,7 +10,6 @@ from pathlib import Path
 import yaml
 
 from scripts.baseline_from_json import settings
-from tests.scripts.test_new_stack import project  # noqa: F401  (fixture: a project copy with its own backend)
 
 TASK = "jgm__pandoc.5caad90"
 
@@ -46,7 +45,7 @@ def test_settings_of_the_documented_example(tmp_path: Path):
     assert values["data_root"] == str(tmp_path / "runs") and env_file == tmp_path / "model.env"
 
 
-def test_converted_stack(project: Path, tmp_path: Path, monkeypatch):  # noqa: F811
+def test_converted_stack(project: Path, tmp_path: Path, monkeypatch):
     monkeypatch.delenv("LLM_UPSTREAM_TOKEN")
     monkeypatch.delenv("LLM_UPSTREAM")
     out = convert(project, documented(tmp_path, skip_eval=True, pytest_addopts="--rootdir=."), tmp_path)
@@ -61,7 +60,7 @@ def test_converted_stack(project: Path, tmp_path: Path, monkeypatch):  # noqa: F
     assert token == "model-token-0123" and "model-token-0123" not in str(cfg)
 
 
-def test_mismatched_hours_and_deadline_are_refused(project: Path, tmp_path: Path):  # noqa: F811
+def test_mismatched_hours_and_deadline_are_refused(project: Path, tmp_path: Path):
     out = convert(project, documented(tmp_path, hours=5), tmp_path)
     assert out.returncode == 2 and "hours 5 and deadline_seconds 21600 disagree" in out.stderr
     assert not (project / "stacks" / "Pulumi.baseline-pandoc.yaml").exists()

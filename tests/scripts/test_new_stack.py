@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -14,23 +13,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "jgm__pandoc.5caad90"
-
-
-@pytest.fixture
-def project(tmp_path: Path, pulumi_cli: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    for part in ("Pulumi.yaml", "components", "scripts"):
-        src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part)
-    (proj / "stacks").mkdir()
-    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{tmp_path / 'state'}")
-    (tmp_path / "state").mkdir()
-    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
-    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
-    monkeypatch.setenv("LLM_UPSTREAM", "https://gateway.example")
-    monkeypatch.setenv("LLM_UPSTREAM_TOKEN", "tok-" + "x" * 20)
-    return proj
 
 
 def run(proj: Path, *args: str) -> subprocess.CompletedProcess[str]:

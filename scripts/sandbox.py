@@ -1,0 +1,45 @@
+"""A throwaway copy of the project with its own state backend and passphrase, for the tests and the benchmark:
+they never touch the user's stacks, stack files or state."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIED = ("Pulumi.yaml", "__main__.py", "components", "scripts", "policies")
+
+
+def profile_config(source: str, **settings: Any) -> dict[str, Any]:
+    """A profile file's `config:` (e.g. "demo.profile.yaml") with `agensh:` settings replaced."""
+    config = yaml.safe_load((ROOT / "stacks" / source).read_text())["config"]
+    config.update({f"agensh:{k}": v for k, v in settings.items()})
+    return {k: v for k, v in config.items() if v is not None}
+
+
+def project_copy(tmp: Path, profile: str, config: dict[str, Any]) -> Path:
+    """`tmp/project`: the program, the demo's stand-in checkout, the venv (linked), `stacks/<profile>.profile.yaml`."""
+    proj = tmp / "project"
+    proj.mkdir()
+    for part in COPIED:
+        src = ROOT / part
+        if src.is_dir():
+            shutil.copytree(src, proj / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, proj / part)
+    shutil.copytree(ROOT / "stacks" / "demo", proj / "stacks" / "demo")
+    (proj / ".venv").symlink_to(ROOT / ".venv")
+    (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
+    return proj
+
+
+def isolated_env(tmp: Path, passphrase: str, **extra: str) -> dict[str, str]:
+    """The environment with a file backend in `tmp/state` and a passphrase of its own."""
+    (tmp / "state").mkdir(exist_ok=True)
+    env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp / 'state'}", PULUMI_CONFIG_PASSPHRASE=passphrase, **extra)
+    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    return env

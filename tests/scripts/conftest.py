@@ -1,0 +1,27 @@
+"""Fixtures shared by the script tests."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def project(tmp_path: Path, pulumi_cli: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for part in ("Pulumi.yaml", "components", "scripts"):
+        src = ROOT / part
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part)
+    (proj / "stacks").mkdir()
+    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{tmp_path / 'state'}")
+    (tmp_path / "state").mkdir()
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    monkeypatch.setenv("LLM_UPSTREAM", "https://gateway.example")
+    monkeypatch.setenv("LLM_UPSTREAM_TOKEN", "tok-" + "x" * 20)
+    return proj
