@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from scripts.gitops import git
 from scripts.kickoff import iso, wait_until
-from scripts.records import (EXPORT_FAILED, RunDir, StepFailed, progress, read_json, run_step,
+from scripts.records import (EXPORT_FAILED, RUN_FAILED, RunDir, StepFailed, progress, read_json, run_step,
                              write_atomic)
 from scripts.seed import WORKER_UID, archive_dirs, workspace_from_image
 from scripts.shutdown import stop as docker_stop
@@ -74,7 +74,6 @@ def stop(a: dict[str, Any]) -> dict[str, Any]:
     try:
         git("archive", "--format=tar.gz", "-o", str(part), "HEAD", cwd=ws)
     except RuntimeError as err:
-        rd.marker(task, EXPORT_FAILED, str(err))
         status(rd, "export_failed")
         raise StepFailed(f"export failed: {err}", marker=EXPORT_FAILED) from None
     part.replace(out)
@@ -89,7 +88,7 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     mode = (argv if argv is not None else sys.argv[1:])[0]
     a = json.loads(env["AGENSH_INPUT"])
     if mode == "seed":
-        return run_step("baseline-seed", Path(a["run_dir"]), a["task_id"], a, lambda: seed(a))
+        return run_step("baseline-seed", Path(a["run_dir"]), a["task_id"], a, lambda: seed(a), RUN_FAILED)
     # the stop step's receipt is the task's shutdown receipt, which the score step reads for the archives
     return run_step("shutdown", Path(a["run_dir"]), a["task_id"], a, lambda: stop(a))
 

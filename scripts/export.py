@@ -37,7 +37,6 @@ def export(a: dict[str, Any], password: str) -> dict[str, Any]:
             git("archive", "--format=tar.gz", "-o", str(part), "HEAD", cwd=Path(tmp))
             part.replace(out)
     except RuntimeError as err:
-        rd.marker(task, EXPORT_FAILED, str(err))
         raise StepFailed(f"export failed: {err}", marker=EXPORT_FAILED) from None
     if "compile.sh" not in files:
         progress("export: warning: no compile.sh at the repository root; the evaluation will fail to compile")
@@ -45,7 +44,7 @@ def export(a: dict[str, Any], password: str) -> dict[str, Any]:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main("export", env, export, "AGENSH_GITEA_PASSWORD")
+    return step_main("export", env, export, "AGENSH_GITEA_PASSWORD", EXPORT_FAILED)
 
 
 if __name__ == "__main__":

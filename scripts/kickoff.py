@@ -15,7 +15,7 @@ from string import Template
 from typing import Any, Mapping
 
 from scripts.http import request
-from scripts.records import RunDir, progress, read_json, step_main, write_atomic
+from scripts.records import RUN_FAILED, RunDir, progress, read_json, step_main, write_atomic
 
 TEAM, CHANNEL = "pbench", "town-square"
 
@@ -51,7 +51,7 @@ def kickoff(a: dict[str, Any], password: str) -> dict[str, Any]:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main("kickoff", env, kickoff, "AGENSH_MATTERMOST_PASSWORD")
+    return step_main("kickoff", env, kickoff, "AGENSH_MATTERMOST_PASSWORD", RUN_FAILED)
 
 
 if __name__ == "__main__":

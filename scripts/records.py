@@ -108,8 +108,11 @@ class RunDir:
 
 
 def run_step(step: str, run_dir: Path, task_id: str | None, inputs: dict[str, Any],
-             body: Callable[[], dict[str, Any]]) -> int:
-    """Run a step once: a receipt with the same inputs means it is done (print it again, do nothing)."""
+             body: Callable[[], dict[str, Any]], failure_marker: str | None = None) -> int:
+    """Run a step once: a receipt with the same inputs means it is done (print it again, do nothing).
+
+    A failure leaves a failed receipt and, for a task, its failure marker (`failure_marker`, or the `marker` a
+    StepFailed names), which keeps the score from being reported as complete."""
     rd = RunDir(run_dir)
     path = rd.receipt_path(step, task_id)
     key = digest(inputs)
@@ -123,6 +126,16 @@ def run_step(step: str, run_dir: Path, task_id: str | None, inputs: dict[str, An
         status = "ok"
     except StepFailed as err:
         result, status = {"error": str(err), **err.details}, "failed"
+    except Exception as err:  # noqa: BLE001 - an unexpected failure is still recorded before the step fails
+        result, status = {"error": f"{type(err).__name__}: {err}"}, "failed"
+    marker = result.get("marker", failure_marker) if status != "ok" else None
+    if marker and task_id:
+        rd.marker(task_id, marker, f"{step}: {result['error']}")
+    if status == "ok" and task_id:  # a retry that succeeds withdraws the marker this step left
+        for name in (RUN_FAILED, EXPORT_FAILED):
+            left = rd.task(task_id) / name
+            if left.exists() and f" {step}: " in left.read_text():
+                left.unlink()
     receipt = {"step": step, "task_id": task_id, "inputs_digest": key, "started": started, "finished": now(),
                "status": status, **result}
     write_atomic(path, receipt)
@@ -134,14 +147,14 @@ def run_step(step: str, run_dir: Path, task_id: str | None, inputs: dict[str, An
 
 
 def step_main(step: str, env: Mapping[str, str], body: Callable[[dict[str, Any], str], dict[str, Any]],
-              secret: str) -> int:
+              secret: str, failure_marker: str | None = None) -> int:
     """The `main()` of a step that needs one secret: its inputs from AGENSH_INPUT, the secret from its own variable."""
     a = json.loads(env["AGENSH_INPUT"])
     value = env.get(secret)
     if not value:
         print(f"{step}: {secret} is not set", file=sys.stderr)
         return 2
-    return run_step(step, Path(a["run_dir"]), a.get("task_id"), a, lambda: body(a, value))
+    return run_step(step, Path(a["run_dir"]), a.get("task_id"), a, lambda: body(a, value), failure_marker)
 
 
 class StepFailed(Exception):

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from scripts.gitops import git, with_user
 from scripts.http import request
-from scripts.records import StepFailed, progress, step_main
+from scripts.records import RUN_FAILED, StepFailed, progress, step_main
 
 from components.services import TEAM_ORG as ORG
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
@@ -75,7 +75,7 @@ def main(env: Mapping[str, str] = os.environ) -> int:
         except (RuntimeError, subprocess.CalledProcessError) as err:
             raise StepFailed(str(err)) from None
 
-    return step_main("seed", env, body, "AGENSH_GITEA_PASSWORD")
+    return step_main("seed", env, body, "AGENSH_GITEA_PASSWORD", RUN_FAILED)
 
 
 if __name__ == "__main__":

@@ -98,3 +98,15 @@ def test_dirty_checkout_is_refused_without_the_escape(tmp_path: Path):
     args["profile"]["allow_dirty"] = True
     assert manifest.main(["start"], {"AGENSH_INPUT": json.dumps(args)}) == 0
     assert json.loads((tmp_path / "run" / "run_manifest.json").read_text())["checkout"]["dirty"] is True
+
+
+def test_failed_task_step_leaves_its_marker(tmp_path: Path):
+    def boom():
+        raise ConnectionError("mattermost unreachable")
+
+    assert run_step("kickoff", tmp_path, "t", {}, boom, failure_marker="RUN_FAILED") == 1
+    assert "kickoff: ConnectionError: mattermost unreachable" in (tmp_path / "t" / "RUN_FAILED").read_text()
+    assert RunDir(tmp_path).markers("t") == ["RUN_FAILED"]
+    assert json.loads((tmp_path / "t" / "receipts" / "kickoff.json").read_text())["status"] == "failed"
+    assert run_step("kickoff", tmp_path, "t", {}, lambda: {"ok": True}, failure_marker="RUN_FAILED") == 0
+    assert RunDir(tmp_path).markers("t") == []  # the successful retry withdrew its own marker
