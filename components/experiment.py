@@ -1,7 +1,8 @@
 """Experiment: the top-level component of one profile stack (DESIGN.md, "The stack's graph").
 
     HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> Platform -> Preflight(model)
-    per task k: Seed(k) -> Team(k) -> Kickoff(k) -> Export(k) -> Shutdown(k) -> Evaluate(k) -> Score(k)
+    per task k: Seed(k) -> Team(k) -> Kickoff(k) -> Export(k) (beside it Reminders(k)) -> Shutdown(k)
+                -> Evaluate(k) -> Score(k)
     Seed(k+1) waits for Shutdown(k) only, so Evaluate(k) overlaps task k+1. Manifest(finish) follows every Score.
 """
 
@@ -148,11 +149,15 @@ class Experiment(pulumi.ComponentResource):
             "kickoff_s": p.task_budget.kickoff_s,
         }, opts_(team), secrets={"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]})
         export = Step(f"{name}-{slug}-export", "export", {**base, **gitea}, opts_(kickoff), secrets=gitea_password)
+        reminders = Step(f"{name}-{slug}-reminders", "reminders", {
+            **base, "mattermost_url": services.url(p, "mattermost"), "mattermost_user": services.ADMIN_USER,
+            "minutes": p.reminder_minutes,
+        }, opts_(kickoff), secrets={"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]})
         return Step(f"{name}-{slug}-shutdown", "shutdown", {
             **base, "grace_s": p.export_grace_s,
             "workers": {c.name: services.archive_dir(p, f"{task}-{c.index}") for c in workers},
             "routers": [c.name for c in placements(p) if c.task == task and c.role == "router"],
-        }, opts_(export))
+        }, opts_(export, reminders))
 
     def _baseline_task(self, name: str, p: Profile, task: str, base: dict[str, Any],
                        secrets: dict[str, pulumi.Output[str]], checkout: Path, opts_: Any, after: list[Any]) -> Step:

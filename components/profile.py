@@ -79,6 +79,8 @@ class Profile(BaseModel):
     wake_slow_workers: int = Field(120, ge=0, description="Workers woken at the slow stagger")
     bringup_settle_s: float = Field(20.0, ge=0, description="PBENCH_BRINGUP_SETTLE_S, serial settle after the ramp")
     wake_ramp_subj_s: float = Field(60.0, ge=60.0, description="PBENCH_WAKE_RAMP_SUBJ_S, least wait before kickoff")
+    reminder_minutes: list[int] = Field(default_factory=lambda: [60, 30, 10],
+                                        description="Deadline reminders, minutes before the deadline")
     idle_nudge_s: int = Field(600, gt=0, description="Idle nudge after this much inactivity")
     idle_check_s: int = Field(60, gt=0, description="Idle check interval")
     export_grace_s: int = Field(600, ge=0, description="Archive grace for workers after the export")

@@ -52,8 +52,8 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     assert len(containers) == 7 + 2 * workers
     assert len(by_type[NETWORK]) == 3
     assert len(by_type[IMAGE]) == 1 + 3 + 6 + 1  # cleanroom, third-party, shared images, one worker image
-    # profile data, host units, 2 preflights, manifest start/finish, and seed..score for the one task
-    assert len(by_type["command:local:Command"]) == 6 + 6
+    # profile data, host units, 2 preflights, manifest start/finish, and seed..score plus reminders for the one task
+    assert len(by_type["command:local:Command"]) == 6 + 7
 
     nets = {r.inputs["name"]: r for r in by_type[NETWORK]}
     internal, egress = nets[f"omcgitea-{stack}-internal"], nets[f"omcgitea-{stack}-egress"]
@@ -133,7 +133,8 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     assert after(f"{a}-seed", "experiment-preflight-model")
     assert after(f"{a}-worker-1", f"{a}-seed") and after(f"{a}-router-8", f"{a}-seed")
     assert after(f"{a}-kickoff", f"{a}-worker-8")
-    for first, then in (("kickoff", "export"), ("export", "shutdown"), ("shutdown", "evaluate"), ("evaluate", "score")):
+    for first, then in (("kickoff", "export"), ("export", "shutdown"), ("shutdown", "evaluate"), ("evaluate", "score"),
+                        ("kickoff", "reminders"), ("reminders", "shutdown")):
         assert after(f"{a}-{then}", f"{a}-{first}")
     # task b starts after task a's shutdown, not after its evaluation: evaluation overlaps the next task
     assert after(f"{b}-seed", f"{a}-shutdown")

@@ -1,0 +1,49 @@
+"""reminders: deadline reminders posted to the team channel after the ramp (REQUIREMENTS 30).
+
+Runs beside the export wait: for each `minutes` before the task's deadline (recorded by the kickoff) it waits and
+posts "N minutes left"; a reminder whose time has already passed (the ramp can overrun the budget, or an `up`
+resumed late) is skipped and recorded as skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from scripts.http import request
+from scripts.kickoff import CHANNEL, TEAM, iso, wait_until
+from scripts.records import RunDir, StepFailed, read_json, step_main
+
+
+def reminders(a: dict[str, Any], password: str) -> dict[str, Any]:
+    rd = RunDir(Path(a["run_dir"]))
+    kickoff = read_json(rd.receipt_path("kickoff", a["task_id"]))
+    if not kickoff or kickoff.get("status") != "ok":
+        raise StepFailed("no kickoff receipt: the task never started")
+    deadline = kickoff["deadline_epoch"]
+    mm = a["mattermost_url"].rstrip("/")
+    posted, skipped = [], []
+    for minutes in sorted(a["minutes"], reverse=True):
+        at = deadline - 60 * minutes
+        if at < time.time():
+            skipped.append(minutes)
+            continue
+        wait_until(at, f"reminder ({minutes} min left)")
+        _, _, headers = request("POST", f"{mm}/api/v4/users/login", {"login_id": a["mattermost_user"], "password": password})
+        token = headers.get("Token") or headers.get("token")
+        _, channel, _ = request("GET", f"{mm}/api/v4/teams/name/{TEAM}/channels/name/{CHANNEL}", token=token)
+        message = f"Reminder: {minutes} minutes left for {a['task_id']} (deadline {iso(deadline)}). Commit and merge your work."
+        request("POST", f"{mm}/api/v4/posts", {"channel_id": channel["id"], "message": message}, token=token)
+        posted.append(minutes)
+    return {"posted": posted, "skipped": skipped, "deadline": iso(deadline)}
+
+
+def main(env: Mapping[str, str] = os.environ) -> int:
+    return step_main("reminders", env, reminders, "AGENSH_MATTERMOST_PASSWORD")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
