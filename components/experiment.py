@@ -134,7 +134,8 @@ class Experiment(pulumi.ComponentResource):
                    checkout: Path, opts_: Any, after: list[Any]) -> Step:
         """Seed -> routers and workers -> kickoff -> export -> shutdown; returns the shutdown step."""
         slug = naming.task_slug(task)
-        gitea = {"gitea_url": services.url(p, "gitea"), "gitea_user": services.ADMIN_USER, "repo": f"{services.TEAM_ORG}/{slug}"}
+        gitea = {"gitea_url": services.url(p, "gitea"), "gitea_user": services.ADMIN_USER,
+                 "repo": f"{services.TEAM_ORG}/{slug}", "gitea_repositories": services.gitea_repositories(p)}
         workers = [c for c in placements(p) if c.task == task and c.role == "worker"]
         gitea_password = {"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]}
         seed = Step(f"{name}-{slug}-seed", "seed", {

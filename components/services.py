@@ -152,6 +152,11 @@ def spec(p: Profile, c: Placement) -> ServiceSpec:
         + ((Mount(data_dir(p, "workspace"), "/workspace"),) if p.kind == "baseline" else ()))
 
 
+def gitea_repositories(p: Profile) -> str:
+    """Where Gitea keeps its repositories in the profile's data (`/data` in the container): the export's fallback."""
+    return data_dir(p, "gitea", "git", "repositories")
+
+
 def archive_dir(p: Profile, agent: str) -> str:
     """Where a worker seals its HOME and workspace at shutdown (`agents/<agent>/shutdown/<run id>/state.tar.gz`)."""
     return data_dir(p, "agents", agent, "shutdown", p.run_id)

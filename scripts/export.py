@@ -2,7 +2,8 @@
 
 The deadline comes from the kickoff receipt, so a resumed `up` waits only for what remains. The submission
 is `git archive` of `main`'s HEAD (committed work only) written atomically to `<run>/<task>/submission.tar.gz`,
-ProgramBench's layout. On failure the step writes `EXPORT_FAILED` and fails.
+ProgramBench's layout. When Gitea cannot be reached the step writes `EXPORT_FAILED` and recovers `main` from the
+repository preserved in the profile's Gitea data (no inference is repeated); the receipt names the source.
 """
 
 from __future__ import annotations
@@ -27,20 +28,30 @@ def export(a: dict[str, Any], password: str) -> dict[str, Any]:
         raise StepFailed("no kickoff receipt: the task never started")
     wait_until(kickoff["deadline_epoch"], "export")
     remote = with_user(f"{a['gitea_url'].rstrip('/')}/{a['repo']}.git", a["gitea_user"])
-    out = rd.task(task) / "submission.tar.gz"
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
+    recovered_from = None
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
             git("clone", "-q", "--branch", "main", "--single-branch", remote, tmp, password=password)
-            head = git("rev-parse", "HEAD", cwd=Path(tmp))
-            files = git("ls-tree", "-r", "--name-only", "HEAD", cwd=Path(tmp)).splitlines()
-            part = out.with_name(".submission.tar.gz.part")
-            git("archive", "--format=tar.gz", "-o", str(part), "HEAD", cwd=Path(tmp))
-            part.replace(out)
-    except RuntimeError as err:
-        raise StepFailed(f"export failed: {err}", marker=EXPORT_FAILED) from None
+            source = Path(tmp)
+        except RuntimeError as err:
+            # REQUIREMENTS 35: the committed source is recovered from the preserved Gitea data, never re-inferred
+            rd.marker(task, EXPORT_FAILED, f"export: {err}")
+            source = Path(a.get("gitea_repositories") or "/nonexistent") / f"{a['repo']}.git"
+            if not source.is_dir():
+                raise StepFailed(f"export failed and no preserved repository at {source}: {err}",
+                                 marker=EXPORT_FAILED) from None
+            progress(f"export: Gitea unreachable ({err}); recovering main from the preserved {source}")
+            recovered_from = str(source)
+        head = git("rev-parse", "main", cwd=source)
+        files = git("ls-tree", "-r", "--name-only", head, cwd=source).splitlines()
+        out = rd.task(task) / "submission.tar.gz"
+        part = out.with_name(".submission.tar.gz.part")
+        git("archive", "--format=tar.gz", "-o", str(part), head, cwd=source)
+        part.replace(out)
     if "compile.sh" not in files:
         progress("export: warning: no compile.sh at the repository root; the evaluation will fail to compile")
-    return {"submission": str(out), "commit": head, "files": len(files), "exported_at": iso(time.time())}
+    return {"submission": str(out), "commit": head, "files": len(files), "exported_at": iso(time.time()),
+            "recovered_from": recovered_from, **({"marker": EXPORT_FAILED} if recovered_from else {})}
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:

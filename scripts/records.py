@@ -131,10 +131,10 @@ def run_step(step: str, run_dir: Path, task_id: str | None, inputs: dict[str, An
     marker = result.get("marker", failure_marker) if status != "ok" else None
     if marker and task_id:
         rd.marker(task_id, marker, f"{step}: {result['error']}")
-    if status == "ok" and task_id:  # a retry that succeeds withdraws the marker this step left
+    if status == "ok" and task_id:  # a retry that succeeds withdraws the marker this step left (unless it keeps it)
         for name in (RUN_FAILED, EXPORT_FAILED):
             left = rd.task(task_id) / name
-            if left.exists() and f" {step}: " in left.read_text():
+            if name != result.get("marker") and left.exists() and f" {step}: " in left.read_text():
                 left.unlink()
     receipt = {"step": step, "task_id": task_id, "inputs_digest": key, "started": started, "finished": now(),
                "status": status, **result}

@@ -17,7 +17,7 @@ from programbench.constants import TASKS_DIR
 from programbench.submission import score_instance
 from programbench.utils.load_data import load_all_instances
 
-from scripts.records import RunDir, StepFailed, read_json, run_step, write_atomic
+from scripts.records import EXPORT_FAILED, RunDir, StepFailed, read_json, run_step, write_atomic
 
 COMPILE_STEP = "compile"
 
@@ -31,7 +31,10 @@ def instance(task_id: str) -> dict[str, Any]:
 
 
 def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[str]:
-    out = [f"{m} marker present" for m in rd.markers(task_id)]
+    export = read_json(rd.receipt_path("export", task_id)) or {}
+    recovered = export.get("status") == "ok" and export.get("recovered_from")
+    # an export recovered from the preserved repository (REQUIREMENTS 35) is a complete submission
+    out = [f"{m} marker present" for m in rd.markers(task_id) if not (m == EXPORT_FAILED and recovered)]
     if data is None:
         return out + ["no eval JSON: the task was not evaluated"]
     if data.get("error_code"):
@@ -52,8 +55,10 @@ def score(run_dir: Path, task_id: str) -> dict[str, Any]:
     data = read_json(eval_json)
     problems = problems_of(rd, task_id, data)
     raw = score_instance(eval_json, instance(task_id)) if data is not None and not data.get("error_code") else None
+    export = read_json(rd.receipt_path("export", task_id)) or {}
     result = {"task_id": task_id, "score": raw if not problems else None, "raw_score": raw,
-              "complete": not problems, "problems": problems, "eval_json": str(eval_json)}
+              "complete": not problems, "problems": problems, "eval_json": str(eval_json),
+              "export_recovered_from": export.get("recovered_from")}
     write_atomic(rd.task(task_id) / "score.json", result)
     rd.append_result({"task_id": task_id, "status": "scored" if not problems else "incomplete", "score": result["score"],
                       "problems": problems})
