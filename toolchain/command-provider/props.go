@@ -39,6 +39,18 @@ func unmarshal(s *structpb.Struct) (resource.PropertyMap, error) {
 	return plugin.UnmarshalProperties(s, wireOpts)
 }
 
+// unmarshal3 decodes the olds, old inputs and news of a Diff or Update request.
+func unmarshal3(olds, oldInputs, news *structpb.Struct) (o, oi, n resource.PropertyMap, err error) {
+	if o, err = unmarshal(olds); err != nil {
+		return
+	}
+	if oi, err = unmarshal(oldInputs); err != nil {
+		return
+	}
+	n, err = unmarshal(news)
+	return
+}
+
 func marshal(pm resource.PropertyMap) (*structpb.Struct, error) {
 	return plugin.MarshalProperties(pm, wireOpts)
 }

@@ -112,15 +112,7 @@ func oldInputsOf(oldInputs, oldState resource.PropertyMap) resource.PropertyMap 
 }
 
 func (p *cmdProvider) Diff(_ context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
-	olds, err := unmarshal(req.GetOlds())
-	if err != nil {
-		return nil, err
-	}
-	oldInputs, err := unmarshal(req.GetOldInputs())
-	if err != nil {
-		return nil, err
-	}
-	news, err := unmarshal(req.GetNews())
+	olds, oldInputs, news, err := unmarshal3(req.GetOlds(), req.GetOldInputs(), req.GetNews())
 	if err != nil {
 		return nil, err
 	}
@@ -194,15 +186,7 @@ func (p *cmdProvider) Create(ctx context.Context, req *pulumirpc.CreateRequest) 
 
 func (p *cmdProvider) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pulumirpc.UpdateResponse, error) {
 	typ := resourceType(req.GetType(), req.GetUrn())
-	olds, err := unmarshal(req.GetOlds())
-	if err != nil {
-		return nil, err
-	}
-	oldInputs, err := unmarshal(req.GetOldInputs())
-	if err != nil {
-		return nil, err
-	}
-	news, err := unmarshal(req.GetNews())
+	olds, oldInputs, news, err := unmarshal3(req.GetOlds(), req.GetOldInputs(), req.GetNews())
 	if err != nil {
 		return nil, err
 	}
