@@ -17,9 +17,10 @@ THIRD_PARTY = ("mysql", "gitea", "mattermost")
 
 
 def context_digest(path: Path) -> str:
-    """Hash of a build context's files, so an edited Dockerfile or source rebuilds the image."""
+    """Hash of a build context's files, so an edited Dockerfile or source rebuilds the image (Git's own files
+    are left out: they change with every fetch and can be large)."""
     h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and ".git" not in p.relative_to(path).parts):
         h.update(str(f.relative_to(path)).encode())
         h.update(f.read_bytes())
     return h.hexdigest()
@@ -49,7 +50,8 @@ class Images(pulumi.ComponentResource):
                 build=docker.RemoteImageBuildArgs(
                     context=str(context), dockerfile=str(checkout / dockerfile), no_cache=p.uncached,
                     build_args=args, label=labels),  # `label`: the bridged provider applies it, `labels` it ignores
-                triggers={"context": context_digest(context), "dockerfile": context_digest((checkout / dockerfile).parent)},
+                triggers={"context": context_digest(context),
+                          "dockerfile": hashlib.sha256((checkout / dockerfile).read_bytes()).hexdigest()},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []))
 
         self.cleanroom = {t: pull(f"cleanroom-{naming.task_slug(t)}", p.cleanroom_image(t)) for t in p.tasks}

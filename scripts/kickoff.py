@@ -30,6 +30,16 @@ def wait_until(t: float, what: str) -> None:
         time.sleep(min(left, 30))
 
 
+def post_to_team(url: str, user: str, password: str, message: str) -> dict[str, Any]:
+    """Post to the team channel as the administrator (Mattermost REST API: login, channel, post)."""
+    mm = url.rstrip("/")
+    _, _, headers = request("POST", f"{mm}/api/v4/users/login", {"login_id": user, "password": password})
+    token = headers.get("Token") or headers.get("token")
+    _, channel, _ = request("GET", f"{mm}/api/v4/teams/name/{TEAM}/channels/name/{CHANNEL}", token=token)
+    _, post, _ = request("POST", f"{mm}/api/v4/posts", {"channel_id": channel["id"], "message": message}, token=token)
+    return post
+
+
 def kickoff(a: dict[str, Any], password: str) -> dict[str, Any]:
     rd = RunDir(Path(a["run_dir"]))
     checkpoint = rd.task(a["task_id"]) / "ramp.json"
@@ -40,12 +50,8 @@ def kickoff(a: dict[str, Any], password: str) -> dict[str, Any]:
     start = ramp["ramp_start"]
     deadline = start + a["budget_s"]
     wait_until(start + a["kickoff_s"], "kickoff")
-    mm = a["mattermost_url"].rstrip("/")
-    _, _, headers = request("POST", f"{mm}/api/v4/users/login", {"login_id": a["mattermost_user"], "password": password})
-    token = headers.get("Token") or headers.get("token")
-    _, channel, _ = request("GET", f"{mm}/api/v4/teams/name/{TEAM}/channels/name/{CHANNEL}", token=token)
     message = Template(Path(a["prompt"]).read_text()).safe_substitute(task_id=a["task_id"], deadline=iso(deadline))
-    _, post, _ = request("POST", f"{mm}/api/v4/posts", {"channel_id": channel["id"], "message": message}, token=token)
+    post = post_to_team(a["mattermost_url"], a["mattermost_user"], password, message)
     return {"ramp_start": iso(start), "ramp_start_epoch": start, "kickoff_at": iso(time.time()),
             "deadline": iso(deadline), "deadline_epoch": deadline, "post_id": post["id"]}
 

@@ -90,8 +90,9 @@ def check_subnets(a: dict[str, Any]) -> str:
     ours = [ipaddress.ip_network(s) for s in a["subnets"]]
     own_names = set(a["networks"])
     for line in sh("ip", "-4", "route").stdout.splitlines():
-        dest, dev = line.split()[0], line.split()[line.split().index("dev") + 1] if " dev " in line else ""
-        if dest == "default" or "/" not in dest:
+        words = line.split()
+        dest, dev = words[0], words[words.index("dev") + 1] if "dev" in words else ""
+        if "/" not in dest:  # default and host routes
             continue
         net = ipaddress.ip_network(dest, strict=False)
         for mine in ours:

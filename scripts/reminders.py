@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from scripts.http import request
-from scripts.kickoff import CHANNEL, TEAM, iso, wait_until
+from scripts.kickoff import iso, post_to_team, wait_until
 from scripts.records import RunDir, StepFailed, read_json, step_main
 
 
@@ -24,7 +23,6 @@ def reminders(a: dict[str, Any], password: str) -> dict[str, Any]:
     if not kickoff or kickoff.get("status") != "ok":
         raise StepFailed("no kickoff receipt: the task never started")
     deadline = kickoff["deadline_epoch"]
-    mm = a["mattermost_url"].rstrip("/")
     posted, skipped = [], []
     for minutes in sorted(a["minutes"], reverse=True):
         at = deadline - 60 * minutes
@@ -32,11 +30,9 @@ def reminders(a: dict[str, Any], password: str) -> dict[str, Any]:
             skipped.append(minutes)
             continue
         wait_until(at, f"reminder ({minutes} min left)")
-        _, _, headers = request("POST", f"{mm}/api/v4/users/login", {"login_id": a["mattermost_user"], "password": password})
-        token = headers.get("Token") or headers.get("token")
-        _, channel, _ = request("GET", f"{mm}/api/v4/teams/name/{TEAM}/channels/name/{CHANNEL}", token=token)
-        message = f"Reminder: {minutes} minutes left for {a['task_id']} (deadline {iso(deadline)}). Commit and merge your work."
-        request("POST", f"{mm}/api/v4/posts", {"channel_id": channel["id"], "message": message}, token=token)
+        post_to_team(a["mattermost_url"], a["mattermost_user"], password,
+                     f"Reminder: {minutes} minutes left for {a['task_id']} (deadline {iso(deadline)}). "
+                     "Commit and merge your work.")
         posted.append(minutes)
     return {"posted": posted, "skipped": skipped, "deadline": iso(deadline)}
 
