@@ -11,15 +11,12 @@ import ipaddress
 import math
 from dataclasses import dataclass
 
-# Addresses 0 (network) and 1 (gateway) are Docker's; 2..15 hold the platform services.
+# Addresses 0 (network) and 1 (gateway) are Docker's; 2..15 hold the platform services (by their role's slot).
 SERVICE_SLOTS = 16
-SERVICE_ORDER = ("mysql", "gitea", "mattermost", "board", "secret-service", "egress-proxy", "bootstrap", "model")
+FIRST_SERVICE_HOST = 2
 EGRESS_PROXY_EGRESS_HOST = 2
 MODEL_STANDIN_EGRESS_HOST = 3
 LARGEST_INTERNAL_PREFIX = 17  # 10.X.0.0/17 still leaves 10.X.255.0/24 free for egress
-
-# Operator ports, published on 127.0.0.1 only, as offsets from the profile's port base.
-PORT_OFFSETS = {"gitea": 0, "mattermost": 1, "board": 2, "secret-service": 3, "mysql": 4}
 
 
 def team_slots(tasks: int, workers: int) -> int:
@@ -58,8 +55,10 @@ def host(net: ipaddress.IPv4Network, index: int) -> str:
     return str(net.network_address + index)
 
 
-def service_ip(net: ipaddress.IPv4Network, service: str) -> str:
-    return host(net, 2 + SERVICE_ORDER.index(service))
+def service_ip(net: ipaddress.IPv4Network, slot: int) -> str:
+    """A platform service's fixed address (its role's slot, see roles.ROLES)."""
+    assert 0 <= slot < SERVICE_SLOTS - FIRST_SERVICE_HOST, slot
+    return host(net, FIRST_SERVICE_HOST + slot)
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,3 @@ class TeamSlot:
 
     def worker_index(self, task: int, n: int) -> int:
         return SERVICE_SLOTS + task * 2 * self.workers + self.workers + n
-
-
-def ports(port_base: int) -> dict[str, int]:
-    return {service: port_base + offset for service, offset in PORT_OFFSETS.items()}

@@ -7,7 +7,8 @@ from pathlib import Path
 import pulumi
 from pulumi.runtime.config import get_config_env
 
-from .profile import NAMESPACE, Profile, Secrets, from_config_strings, parse_profile
+from . import contract
+from .profile import NAMESPACE, Profile, from_config_strings, parse_profile
 
 
 def load(project_dir: Path) -> tuple[Profile, dict[str, pulumi.Output[str]]]:
@@ -16,7 +17,7 @@ def load(project_dir: Path) -> tuple[Profile, dict[str, pulumi.Output[str]]]:
     A bad profile stops the program with every problem listed, before any resource is registered.
     """
     prefix = f"{NAMESPACE}:"
-    secret_keys = set(Secrets.model_fields)
+    secret_keys = set(contract.SECRET_KEYS)
     values = {k[len(prefix):]: v for k, v in get_config_env().items() if k.startswith(prefix)}
     plain = {k: v for k, v in values.items() if k not in secret_keys}
     profile = parse_profile(from_config_strings(plain))

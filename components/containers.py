@@ -9,10 +9,12 @@ import pulumi_docker as docker
 
 from .networks import Networks, docker_labels
 from .profile import Profile
-from .services import ServiceSpec
+from .roles import ROLES, ServiceSpec
 from .topology import Placement
 
 SLICE = "pbench.slice"
+HEALTH = {"interval": "5s", "timeout": "3s", "retries": 30, "start_period": "5s"}
+WAIT_TIMEOUT_S = 180
 
 
 def sha256(value: str) -> str:
@@ -35,19 +37,19 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         envs.append(pulumi.Output.concat(k, "=", value))
     health = None
     if s.healthcheck:
-        health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), interval="5s", timeout="3s", retries=30,
-                                                 start_period="5s")
+        health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH)
     return docker.Container(
         resource_name,
         name=c.name,
         image=s.image,
-        hostname=c.role if c.role not in ("router", "worker") else c.name,
+        hostname=c.name if ROLES[c.role].per_task else c.role,
         networks_advanced=attach,
         envs=envs,
         labels=docker_labels(c.labels),
         volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
                                             read_only=m.read_only) for m in s.mounts],
-        ports=[docker.ContainerPortArgs(internal=i, external=e, ip="127.0.0.1") for i, e in sorted(s.published.items())],
+        ports=[docker.ContainerPortArgs(internal=ROLES[c.role].port, external=p.ports[c.role], ip="127.0.0.1")]
+        if c.operator_ip else [],
         command=list(s.command) if s.command else None,
         entrypoints=list(s.entrypoint) if s.entrypoint else None,
         network_mode="none" if not attach else None,
@@ -55,7 +57,7 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         memory=s.memory_mb,
         healthcheck=health,
         wait=bool(s.healthcheck) and not s.one_shot,
-        wait_timeout=180,
+        wait_timeout=WAIT_TIMEOUT_S,
         must_run=not (s.one_shot or s.stopped_on_purpose),
         attach=s.one_shot,
         logs=s.one_shot,

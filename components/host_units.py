@@ -1,7 +1,13 @@
-"""HostUnits: pbench.slice and the reboot guard, installed through command resources, locally or over SSH."""
+"""HostUnits: pbench.slice and the reboot guard, installed through command resources, locally or over SSH.
+
+The install script and its settings reach the shell on stdin (`sh -s install`), the same way locally and over SSH:
+the official `command:remote:Command` passes `environment` through SSH setenv, which a default sshd refuses, and
+values on the command line would show in the host's process list.
+"""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pulumi
@@ -11,6 +17,19 @@ from .profile import Profile
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 REMOTE_GUARD_EXEC = "/usr/local/libexec/agensh/pbench_reboot_guard.sh"
+HEREDOC_END = "AGENSH_GUARD_SCRIPT_END"
+
+
+def install_script(profile: Profile) -> str:
+    """Shell assignments of the settings, then the host units script: what `sh -s` reads on stdin."""
+    guard = (SCRIPTS / "pbench_reboot_guard.sh").read_text()
+    settings = {"SLICE_MEMORY_PERCENT": str(profile.slice_memory_percent), "OWNER": profile.profile,
+                "GUARD_EXEC": REMOTE_GUARD_EXEC if profile.host_units == "remote" else str(SCRIPTS / "pbench_reboot_guard.sh")}
+    lines = [f"{k}={shlex.quote(v)}" for k, v in settings.items()]
+    if profile.host_units == "remote":  # the guard script travels with the units
+        assert HEREDOC_END not in guard
+        lines.append(f"GUARD_SCRIPT=$(cat <<'{HEREDOC_END}'\n{guard.rstrip()}\n{HEREDOC_END}\n)")
+    return "\n".join(lines) + "\n" + (SCRIPTS / "host_units.sh").read_text()
 
 
 class HostUnits(pulumi.ComponentResource):
@@ -21,20 +40,18 @@ class HostUnits(pulumi.ComponentResource):
     def __init__(self, name: str, profile: Profile, opts: pulumi.ResourceOptions | None = None,
                  ssh_private_key: pulumi.Input[str] | None = None):
         super().__init__("agensh:index:HostUnits", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        script = (SCRIPTS / "host_units.sh").read_text()
-        env = {"SLICE_MEMORY_PERCENT": str(profile.slice_memory_percent)}
+        # remove before installing again: a replacement must not delete what the new install reuses
+        child = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        stdin = install_script(profile)
         if profile.host_units == "remote":
-            env |= {"GUARD_EXEC": REMOTE_GUARD_EXEC, "GUARD_SCRIPT": (SCRIPTS / "pbench_reboot_guard.sh").read_text()}
-            cmd = remote.Command(
+            cmd: local.Command | remote.Command = remote.Command(
                 f"{name}-install",
                 connection=remote.ConnectionArgs(host=profile.ssh_host, port=profile.ssh_port, user=profile.ssh_user,
                                                  private_key=ssh_private_key),
-                create="sh -s install", delete="sh -s remove", stdin=script, environment=env, opts=child)
+                create="sh -s install", delete="sh -s remove", stdin=stdin, add_previous_output_in_env=False,
+                opts=child)
         else:
-            env |= {"GUARD_EXEC": str(SCRIPTS / "pbench_reboot_guard.sh")}
-            cmd = local.Command(
-                f"{name}-install", create=f"sh {SCRIPTS / 'host_units.sh'} install",
-                delete=f"sh {SCRIPTS / 'host_units.sh'} remove", environment=env, opts=child)
+            cmd = local.Command(f"{name}-install", create="sh -s install", delete="sh -s remove", stdin=stdin,
+                                add_previous_output_in_env=False, opts=child)
         self.receipt = cmd.stdout
         self.register_outputs({"receipt": self.receipt})

@@ -9,10 +9,10 @@ from pathlib import Path
 import pulumi
 import pulumi_docker as docker
 
-from . import naming
-from .profile import SHARED_IMAGES, WORKER_DOCKERFILE, Profile
+from . import contract
+from .contract import SHARED_IMAGES, WORKER_DOCKERFILE
+from .profile import Profile
 
-REVISION_LABEL = "agensh.checkout-revision"  # preflight rejects router and board images built from another revision
 THIRD_PARTY = ("mysql", "gitea", "mattermost")
 
 
@@ -44,7 +44,7 @@ class Images(pulumi.ComponentResource):
         def build(key: str, image: str, dockerfile: str, context: Path, role: str, task: str | None = None,
                   args: dict[str, pulumi.Input[str]] | None = None, depends: list[pulumi.Resource] | None = None
                   ) -> docker.RemoteImage:
-            labels = p.labels(role, task) | ({REVISION_LABEL: revision} if revision else {})
+            labels = p.labels(role, task) | ({contract.REVISION_LABEL: revision} if revision else {})
             return docker.RemoteImage(
                 f"{name}-{key}", name=image, keep_locally=False,
                 build=docker.RemoteImageBuildArgs(
@@ -54,7 +54,7 @@ class Images(pulumi.ComponentResource):
                           "dockerfile": hashlib.sha256((checkout / dockerfile).read_bytes()).hexdigest()},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []))
 
-        self.cleanroom = {t: pull(f"cleanroom-{naming.task_slug(t)}", p.cleanroom_image(t)) for t in p.tasks}
+        self.cleanroom = {t: pull(f"cleanroom-{contract.task_slug(t)}", p.cleanroom_image(t)) for t in p.tasks}
         self.pulled = {r: pull(r, getattr(p, f"{r}_image")) for r in THIRD_PARTY} if p.kind == "team" else {}
         roles = ["agent-base", "egress-proxy"] if p.kind == "baseline" else list(SHARED_IMAGES)
         self.shared = {
@@ -62,14 +62,14 @@ class Images(pulumi.ComponentResource):
             for role in roles}
         base = self.shared["agent-base"]
         self.workers = {
-            t: build(f"worker-{naming.task_slug(t)}", p.worker_image(t), WORKER_DOCKERFILE, checkout, "worker-image", t,
+            t: build(f"worker-{contract.task_slug(t)}", p.worker_image(t), WORKER_DOCKERFILE, checkout, "worker-image", t,
                      args={"TASK_IMAGE": self.cleanroom[t].name, "AGENT_BASE_IMAGE": base.name},
                      depends=[base, self.cleanroom[t]])
             for t in p.tasks}
-        by_name = ({p.cleanroom_image(t): i for t, i in self.cleanroom.items()}
-                   | {getattr(p, f"{r}_image"): i for r, i in self.pulled.items()}
-                   | {p.image(r): i for r, i in self.shared.items()}
-                   | {p.worker_image(t): i for t, i in self.workers.items()})
-        self.names = list(by_name)
-        self.ids: pulumi.Output[dict[str, str]] = pulumi.Output.all(**{k: i.image_id for k, i in by_name.items()})
+        self.by_name: dict[str, docker.RemoteImage] = (
+            {p.cleanroom_image(t): i for t, i in self.cleanroom.items()}
+            | {getattr(p, f"{r}_image"): i for r, i in self.pulled.items()}
+            | {p.image(r): i for r, i in self.shared.items()}
+            | {p.worker_image(t): i for t, i in self.workers.items()})
+        self.ids: pulumi.Output[dict[str, str]] = pulumi.Output.all(**{k: i.image_id for k, i in self.by_name.items()})
         self.register_outputs({"ids": self.ids})

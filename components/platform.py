@@ -1,5 +1,5 @@
-"""Platform: MySQL, Gitea, Mattermost, board, token service, egress proxy and bootstrap (or, for a baseline,
-only the egress proxy)."""
+"""Platform: the profile's platform services in the role table's start order (a team: MySQL, Gitea, Mattermost,
+board, token service, egress proxy, bootstrap; a baseline: the egress proxy)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,8 @@ from .containers import container
 from .images import Images
 from .networks import Networks
 from .profile import Profile
-from .services import spec
+from .roles import ROLES, spec
 from .topology import placements
-
-ORDER = ("mysql", "gitea", "mattermost", "board", "secret-service", "egress-proxy", "model", "bootstrap")
-DEPENDS = {"gitea": ("mysql",), "mattermost": ("mysql",), "bootstrap": ("gitea", "mattermost", "secret-service")}
 
 
 class Platform(pulumi.ComponentResource):
@@ -26,13 +23,12 @@ class Platform(pulumi.ComponentResource):
         """`after`: what every service waits for (a component's own depends_on does not reach its children)."""
         super().__init__("agensh:index:Platform", name, None, opts)
         self.services = {}
-        by_role = {c.role: c for c in placements(profile) if c.task is None}
-        for role in ORDER:
-            if role not in by_role:
+        for c in placements(profile):
+            if ROLES[c.role].per_task:
                 continue
-            built = images.pulled.get(role) or images.shared.get(role if role != "model" else "egress-proxy")
-            deps = [self.services[d] for d in DEPENDS.get(role, ()) if d in self.services]
-            self.services[role] = container(
-                f"{name}-{role}", profile, by_role[role], spec(profile, by_role[role]), nets, secrets,
-                pulumi.ResourceOptions(parent=self, depends_on=[*after, *deps, *([built] if built else [])]))
+            s = spec(profile, c)
+            deps = [self.services[d] for d in ROLES[c.role].after if d in self.services]
+            self.services[c.role] = container(
+                f"{name}-{c.role}", profile, c, s, nets, secrets,
+                pulumi.ResourceOptions(parent=self, depends_on=[*after, *deps, images.by_name[s.image]]))
         self.register_outputs({"services": {r: c.name for r, c in self.services.items()}})

@@ -1,9 +1,10 @@
 """The team profile: every setting of one experiment, validated before anything is created.
 
 A profile is what one Pulumi stack's `agensh:` config holds (REQUIREMENTS B-E, J). `parse_profile` reports
-every problem at once, each naming its config key, so a bad stack is refused with one message.
-Secrets are not part of the profile: they travel separately (see `Secrets`) so the profile can be hashed
-and recorded in provenance as it is.
+every problem at once, each naming its config key, so a bad stack is refused with one message. The rules
+and limits are the contract's (`contract.py`), which the policy pack and the preflight apply too.
+Secrets are not part of the profile: they travel separately (`contract.SECRET_KEYS`) so the profile can be
+hashed and recorded in provenance as it is.
 """
 
 from __future__ import annotations
@@ -15,26 +16,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import addressing, catalog, naming
+from . import addressing, catalog, contract
+from .roles import ROLES
 from .schedule import Ramp, TaskBudget, budget
 
 NAMESPACE = "agensh"
-SUFFIX_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-RUN_ID_RE = re.compile(r"^\d{8}t\d{6}z$")  # date -u +%Y%m%dt%H%M%Sz
-PINNED_MODEL = "gpt-5.6-sol"
-PINNED_EFFORT = "high"
-CONNECTIONS_PER_ROUTER = 4
-SHARED_IMAGES = {  # role -> (Dockerfile, default tag, context), all relative to the Agensh checkout (REQUIREMENTS 16)
-    "agent-base": ("agent/Dockerfile.base", "omcgitea-agent-base:pbench", "agent"),
-    "mini-router": ("mini-router/Dockerfile", "omcgitea-mini-router:local", "mini-router"),
-    "board": ("board-service/Dockerfile", "omcgitea-board:local", "board-service"),
-    "secret-service": ("secret-service/Dockerfile", "omcgitea-secret-service:local", "secret-service"),
-    "bootstrap": ("docker/bootstrap/Dockerfile", "omcgitea-bootstrap:local", "docker/bootstrap"),
-    "egress-proxy": ("docker/egress-proxy/Dockerfile", "omcgitea-egress-proxy:local", "docker/egress-proxy"),
-}
-WORKER_DOCKERFILE = "agent/Dockerfile"
+MAX_PORT_OFFSET = max(r.operator_port for r in ROLES.values() if r.operator_port is not None)
 
 
 class Profile(BaseModel):
@@ -46,7 +35,7 @@ class Profile(BaseModel):
     kind: Literal["team", "baseline"] = Field("team", description="A team, or the standalone single-agent baseline")
     profile: str = Field(description="Profile suffix; names every container, network and volume")
     run_id: str = Field(description="UTC run id, `date -u +%Y%m%dt%H%M%Sz`")
-    port_base: int = Field(24400, ge=1024, le=65535 - len(addressing.PORT_OFFSETS),
+    port_base: int = Field(24400, ge=1024, le=65535 - MAX_PORT_OFFSET,
                            description="First loopback port of the operator port map")
     subnet_octet: int = Field(249, ge=1, le=254, description="X in the profile's 10.X.0.0/16")
     internal_subnet: str | None = Field(None, description="Overrides the derived internal (team) subnet")
@@ -57,17 +46,19 @@ class Profile(BaseModel):
     workers: int = Field(8, ge=1, le=512, description="Workers per task (a router each)")
     hours: float = Field(6.0, gt=0, description="Budget per task, wake ramp included")
     deadline_seconds: int | None = Field(None, description="Must equal hours * 3600 when given")
-    model: str = Field(PINNED_MODEL, description="Model id; the launch checks it")
-    reasoning_effort: Literal["low", "medium", "high", "xhigh"] = Field(PINNED_EFFORT, description="Reasoning effort")
+    model: str = Field(contract.PINNED_MODEL, description="Model id; the launch checks it")
+    reasoning_effort: Literal["low", "medium", "high", "xhigh"] = Field(contract.PINNED_EFFORT,
+                                                                       description="Reasoning effort")
     model_api: Literal["responses"] = Field("responses", description="The Responses API")
     prompt_window_tokens: int = Field(272_000, gt=0, description="Prompt window")
     llm_upstream: str = Field(description="Gateway base URL, without /v1/responses (LLM_UPSTREAM)")
 
     # Team limits (REQUIREMENTS 20, 22)
-    worker_memory_gib: int = Field(64, gt=0, description="Worker memory ceiling (a limit, not a reservation)")
-    router_memory_gib: int = Field(8, gt=0, description="Router memory ceiling")
+    worker_memory_gib: int = Field(contract.WORKER_MEMORY_MAX_GIB, gt=0,
+                                   description="Worker memory ceiling (a limit, not a reservation)")
+    router_memory_gib: int = Field(contract.ROUTER_MEMORY_MAX_GIB, gt=0, description="Router memory ceiling")
     slice_memory_percent: int = Field(80, gt=0, le=100, description="pbench.slice MemoryMax, % of host RAM")
-    mm_max_users_per_team: int = Field(200, gt=0, description="MM_MAX_USERS_PER_TEAM; must exceed workers + admins")
+    mm_max_users_per_team: int = Field(contract.MM_DEFAULT_MAX_USERS, gt=0, description="MM_MAX_USERS_PER_TEAM; must exceed workers + admins")
     administrators: int = Field(2, ge=1, description="Mattermost users besides the workers")
     mysql_max_connections: int = Field(1000, gt=0, description="MYSQL_MAX_CONNECTIONS; 4 per router + platform")
     mysql_platform_connections: int = Field(100, ge=0, description="Connections the platform services use")
@@ -90,17 +81,17 @@ class Profile(BaseModel):
     # Images (REQUIREMENTS 10, 15-19)
     agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")
     agent_image_tag: str = Field("pbench", description="AGENT_IMAGE_TAG of every omcgitea-agent-<slug> image")
-    agent_base_image: str = Field(SHARED_IMAGES["agent-base"][1], description="Worker base image")
-    mini_router_image: str = Field(SHARED_IMAGES["mini-router"][1], description="MINI_ROUTER_IMAGE")
-    board_image: str = Field(SHARED_IMAGES["board"][1], description="BOARD_IMAGE")
-    secret_service_image: str = Field(SHARED_IMAGES["secret-service"][1], description="SECRET_SERVICE_IMAGE (token service)")
-    bootstrap_image: str = Field(SHARED_IMAGES["bootstrap"][1], description="BOOTSTRAP_IMAGE")
-    egress_proxy_image: str = Field(SHARED_IMAGES["egress-proxy"][1], description="Egress proxy image")
+    agent_base_image: str = Field(contract.SHARED_IMAGES["agent-base"][1], description="Worker base image")
+    mini_router_image: str = Field(contract.SHARED_IMAGES["mini-router"][1], description="MINI_ROUTER_IMAGE")
+    board_image: str = Field(contract.SHARED_IMAGES["board"][1], description="BOARD_IMAGE")
+    secret_service_image: str = Field(contract.SHARED_IMAGES["secret-service"][1], description="SECRET_SERVICE_IMAGE (token service)")
+    bootstrap_image: str = Field(contract.SHARED_IMAGES["bootstrap"][1], description="BOOTSTRAP_IMAGE")
+    egress_proxy_image: str = Field(contract.SHARED_IMAGES["egress-proxy"][1], description="Egress proxy image")
     mysql_image: str = Field("mysql:8.4", description="Pulled; tag or @sha256 digest")
     gitea_image: str = Field("gitea/gitea:1.22", description="Pulled; tag or @sha256 digest")
     mattermost_image: str = Field("mattermost/mattermost-team-edition:10.5", description="Pulled; tag or digest")
     keep_pulled_images: bool = Field(True, description="Keep pulled images (third-party, cleanroom) on destroy")
-    cleanroom_org: str = Field("programbench", description="Org of the cleanroom images (PROGRAMBENCH_DOCKER_ORG)")
+    cleanroom_org: str = Field(contract.CLEANROOM_ORG, description="Org of the cleanroom images (PROGRAMBENCH_DOCKER_ORG)")
     cleanroom_digests: dict[str, str] = Field(default_factory=dict, description="task id -> sha256 digest to pin")
     uncached: bool = Field(False, description="--no-cache builds under private tags <profile>-<run id>")
 
@@ -113,7 +104,7 @@ class Profile(BaseModel):
 
     # Evaluation and records (REQUIREMENTS 32, 36, 41)
     data_root: str = Field("~/.agensh/data", description="Profile data and run directories")
-    traj_root: str = Field("~/pbench-trajectories", description="TRAJ_ROOT for trajectory copies")
+    traj_root: str = Field("~/pbench-trajectories", description="TRAJ_ROOT: verified copies of every run's results")
     skip_eval: bool = Field(False, description="Export without evaluating")
     eval_docker_cpus: int | None = Field(None, gt=0, description="--docker-cpus; default min(10, host CPUs)")
     eval_pytest_addopts: str = Field("", description="PBENCH_EVAL_PYTEST_ADDOPTS, e.g. --rootdir=.")
@@ -129,15 +120,15 @@ class Profile(BaseModel):
     # --- derivations -------------------------------------------------------------------------
     @property
     def compose_project(self) -> str:
-        return naming.compose_project(self.profile)
+        return contract.compose_project(self.profile)
 
     def labels(self, role: str, task: str | None = None) -> dict[str, str]:
-        return naming.labels(self.profile, self.run_id, role, task, self.kind)
+        return contract.labels(self.profile, self.run_id, role, task, self.kind)
 
     @property
     def deadline(self) -> int:
         """The task budget in seconds (hours * 3600 unless deadline_seconds says so; they must agree)."""
-        return self.deadline_seconds if self.deadline_seconds is not None else round(self.hours * 3600)
+        return self.deadline_seconds if self.deadline_seconds is not None else contract.deadline_s(self.hours)
 
     @property
     def ramp(self) -> Ramp:
@@ -152,6 +143,11 @@ class Profile(BaseModel):
     @property
     def task_budget(self) -> TaskBudget:
         return budget(self.ramp, self.workers, self.hours)
+
+    @property
+    def routers(self) -> int:
+        """Routers running at once: one per worker of the current task; a baseline has none."""
+        return self.workers if self.kind == "team" else 0
 
     @property
     def slots(self) -> int:
@@ -181,7 +177,10 @@ class Profile(BaseModel):
 
     @property
     def ports(self) -> dict[str, int]:
-        return addressing.ports(self.port_base) if self.operator_network else {}
+        """Operator ports on 127.0.0.1, by role."""
+        if not self.operator_network:
+            return {}
+        return {r.name: self.port_base + r.operator_port for r in ROLES.values() if r.operator_port is not None}
 
     @property
     def private_tag(self) -> str | None:
@@ -194,40 +193,39 @@ class Profile(BaseModel):
         return _retag(name, self.private_tag)
 
     def worker_image(self, task_id: str) -> str:
-        tag = self.private_tag or self.agent_image_tag
-        return f"{naming.PREFIX}-agent-{naming.task_slug(task_id)}:{tag}"
+        return contract.worker_image(task_id, self.private_tag or self.agent_image_tag)
 
     def cleanroom_image(self, task_id: str) -> str:
-        image = catalog.tasks()[task_id].cleanroom_image(self.cleanroom_org)
+        image = contract.cleanroom_image(task_id, self.cleanroom_org)
         digest = self.cleanroom_digests.get(task_id)
         return f"{image.split(':')[0]}@{digest}" if digest else image
 
     def checkout_path(self, project_dir: Path) -> Path:
         return (project_dir / Path(self.agensh_checkout).expanduser()).resolve()
 
-    def run_dir(self) -> Path:
-        return Path(self.data_root).expanduser() / self.profile / self.run_id
+    @property
+    def checkout_dir(self) -> Path:
+        """The checkout as given (absolute once `config.load` resolved it)."""
+        return Path(self.agensh_checkout)
+
+    @property
+    def limits(self) -> dict[str, int]:
+        """The team limits as `contract.team_limit_problems` takes them."""
+        return {"workers": self.workers, "routers": self.routers, "administrators": self.administrators,
+                "mm_max_users": self.mm_max_users_per_team, "mysql_max_connections": self.mysql_max_connections,
+                "platform_connections": self.mysql_platform_connections}
+
+    def policy_config(self) -> dict[str, dict[str, Any]]:
+        """The policy pack's settings that come from this profile (`new_stack` writes them beside the stack), so
+        the pack checks the rendered stack with the profile's own numbers."""
+        return {"team-limits": {"administrators": self.administrators,
+                                "platformConnections": self.mysql_platform_connections},
+                "memory-ceilings": {"workerMaxMb": self.worker_memory_gib * contract.GIB_MB,
+                                    "routerMaxMb": self.router_memory_gib * contract.GIB_MB}}
 
     def digest(self) -> str:
         """Hash of every setting, recorded in provenance."""
         return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
-
-
-class Secrets(BaseModel):
-    """Secret config: the model credential, generated passwords, the workers' proxy credential."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    llm_upstream_token: SecretStr
-    worker_proxy_token: SecretStr
-    mysql_root_password: SecretStr
-    gitea_admin_password: SecretStr
-    mattermost_admin_password: SecretStr
-
-    @classmethod
-    def generated_keys(cls) -> list[str]:
-        """Secrets the stack command generates (the model token comes from the user)."""
-        return [k for k in cls.model_fields if k != "llm_upstream_token"]
 
 
 class ProfileError(ValueError):
@@ -267,9 +265,9 @@ def parse_profile(raw: dict[str, Any]) -> Profile:
 def check(p: Profile) -> list[tuple[str, str]]:
     """Rules across settings; every rule adds (config key, message)."""
     out: list[tuple[str, str]] = []
-    if not SUFFIX_RE.match(p.profile):
+    if not contract.PROFILE_RE.fullmatch(p.profile):
         out.append(("profile", "use lowercase letters, digits and hyphens, starting with a letter or digit"))
-    if not RUN_ID_RE.match(p.run_id):
+    if not contract.RUN_ID_RE.fullmatch(p.run_id):
         out.append(("run_id", "expected UTC `YYYYMMDDtHHMMSSz`, as `date -u +%Y%m%dt%H%M%Sz` prints"))
     known = catalog.tasks()
     seen: set[str] = set()
@@ -285,8 +283,9 @@ def check(p: Profile) -> list[tuple[str, str]]:
     for t, d in p.cleanroom_digests.items():
         if not re.fullmatch(r"sha256:[0-9a-f]{64}", d):
             out.append(("cleanroom_digests", f"{t}: digest must look like sha256:<64 hex>"))
-    if p.deadline_seconds is not None and p.deadline_seconds != round(p.hours * 3600):
-        out.append(("deadline_seconds", f"{p.deadline_seconds} disagrees with hours={p.hours} ({round(p.hours * 3600)} s)"))
+    if p.deadline_seconds is not None and p.deadline_seconds != contract.deadline_s(p.hours):
+        out.append(("deadline_seconds", f"{p.deadline_seconds} disagrees with hours={p.hours} "
+                                        f"({contract.deadline_s(p.hours)} s)"))
     if p.llm_upstream.rstrip("/").endswith("/v1/responses"):
         out.append(("llm_upstream", "give the base URL, without /v1/responses"))
     if not re.match(r"^https?://", p.llm_upstream):
@@ -299,17 +298,16 @@ def check(p: Profile) -> list[tuple[str, str]]:
         if p.host_units == "remote":
             out.append(("host_units", "a baseline runs on the local host"))
     else:
-        users = p.workers + p.administrators
-        if p.mm_max_users_per_team <= users:
-            out.append(("mm_max_users_per_team", f"must exceed workers + administrators ({users})"))
-        need = CONNECTIONS_PER_ROUTER * p.workers + p.mysql_platform_connections
-        if p.mysql_max_connections < need:
-            out.append(("mysql_max_connections", f"must cover {CONNECTIONS_PER_ROUTER} per router plus the platform's {p.mysql_platform_connections} ({need})"))
+        out += contract.team_limit_problems(**p.limits)
+    for key, role, gib, max_gib in (("worker_memory_gib", "worker", p.worker_memory_gib, contract.WORKER_MEMORY_MAX_GIB),
+                                    ("router_memory_gib", "router", p.router_memory_gib, contract.ROUTER_MEMORY_MAX_GIB)):
+        if problem := contract.memory_problem(role, gib * contract.GIB_MB, max_gib):
+            out.append((key, problem))
     if p.host_units == "remote" and not p.ssh_host:
         out.append(("ssh_host", "required when host_units is remote"))
     for t in p.tasks:
-        if len(naming.worker_name(p.profile, t, p.workers)) > 63:
-            out.append(("profile", f"names for task {t} exceed 63 characters; use a shorter profile"))
+        if len(contract.member_name(p.profile, t, "worker", p.workers)) > contract.MAX_NAME:
+            out.append(("profile", f"names for task {t} exceed {contract.MAX_NAME} characters; use a shorter profile"))
             break
     out += _check_subnets(p)
     return out

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import contract
+
 
 @dataclass(frozen=True)
 class Ramp:
@@ -39,10 +41,6 @@ class TaskBudget:
     kickoff_s: float
     worker_offsets: tuple[float, ...]
 
-    @property
-    def deadline_s(self) -> float:
-        return self.budget_s
-
     def worker_time(self, n: int) -> float:
         """Time worker n has before the deadline (the ramp eats into it)."""
         return max(0.0, self.budget_s - self.worker_offsets[n])
@@ -50,7 +48,7 @@ class TaskBudget:
 
 def budget(ramp: Ramp, workers: int, hours: float) -> TaskBudget:
     return TaskBudget(
-        budget_s=hours * 3600.0,
+        budget_s=float(contract.deadline_s(hours)),
         kickoff_s=ramp.kickoff(workers),
         worker_offsets=tuple(ramp.offsets(workers)),
     )

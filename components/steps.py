@@ -1,19 +1,30 @@
-"""The experiment's steps as command resources: each runs one program of `scripts/` with its inputs as JSON.
+"""The experiment's steps as command resources: each runs one program of `scripts/` with its typed inputs as JSON.
 
-Every step is idempotent and leaves a receipt (stdout, and a file in the run directory); later steps read
-earlier receipts through resource outputs or the run directory. Nothing runs during preview. A failed step
-fails the `up`; the next `up` re-runs only the steps that did not complete.
+Which state decides whether a step runs again (one place for the two layers):
+1. Pulumi's state decides whether the command resource is created (the program runs) at all. A step runs on the
+   first `up`, again when its create command, its inputs (`AGENSH_INPUT`, the secrets' values) or its `triggers`
+   change (each is a replacement), and again when its last create failed. A gate of the launch
+   (`once_per_run`: preflight, the first manifest) ignores input changes and runs again only for a new run id.
+2. The receipt in the run directory decides whether a program that runs does the work again: a receipt with
+   status `ok` and the same inputs digest (its inputs, plus the content digest of a file another step wrote,
+   where it reads one: the submission, the eval JSON, the result index) is printed again and nothing is done.
+   This makes every program idempotent when Pulumi runs it again, e.g. after `pulumi up` was interrupted.
+Nothing runs during preview. A failed step fails the `up`; the next `up` re-runs only the steps that did not
+complete. Steps print one human line per event on stderr (the console of `up` shows those) and the receipt as
+the last stdout line (captured as the resource's `stdout`, never logged).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pulumi
 from pulumi_command import local
+from pydantic import BaseModel
+
+from .records import Receipt, receipt_from_stdout
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -21,32 +32,37 @@ PROJECT = Path(__file__).resolve().parent.parent
 class Step(local.Command):
     """`python -m scripts.<program> [args]` with AGENSH_INPUT (JSON, no secrets) and secrets as their own env."""
 
-    def __init__(self, name: str, program: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions,
-                 args: str = "", secrets: dict[str, pulumi.Input[str]] | None = None,
-                 triggers: list[Any] | None = None, delete: str | None = None, once_per_run: str | None = None):
-        """`once_per_run=<run id>`: a gate of the launch (preflight, the first manifest) runs once per run id;
-        later profile edits do not re-run it (a new run id does)."""
+    def __init__(self, name: str, program: str, inputs: BaseModel, opts: pulumi.ResourceOptions, args: str = "",
+                 secrets: Mapping[str, pulumi.Input[str]] | None = None, triggers: list[Any] | None = None,
+                 delete: str | None = None, once_per_run: str | None = None,
+                 late: Mapping[str, pulumi.Input[Any]] | None = None, receipt: str | None = None):
+        """`late`: input fields known only once other resources exist (image ids, the host units' receipt).
+        `once_per_run=<run id>`: a gate of the launch runs once per run id; later profile edits do not re-run it.
+        `receipt`: the name of the receipt the program writes (default `<program>-<args>`, or `<program>`)."""
+        self.receipt_name = receipt or (f"{program}-{args}" if args else program)
         if once_per_run is not None:
             triggers = [*(triggers or []), once_per_run]
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["environment"]))
+        payload: pulumi.Input[str] = (
+            pulumi.Output.all(**late).apply(lambda v: inputs.model_copy(update=v).model_dump_json())
+            if late else inputs.model_dump_json())
         super().__init__(
             name,
             create=f"{self.python()} -m scripts.{program} {args}".strip(),
             delete=delete,
             dir=str(PROJECT),
-            environment={"AGENSH_INPUT": pulumi.Output.from_input(inputs).apply(lambda v: json.dumps(v, sort_keys=True)),
-                         "PYTHONUNBUFFERED": "1", **(secrets or {})},
+            environment={"AGENSH_INPUT": payload, "PYTHONUNBUFFERED": "1", **(secrets or {})},
+            logging=local.Logging.STDERR,
             triggers=triggers,
             opts=opts,
         )
 
+    @property
+    def receipt(self) -> pulumi.Output[Receipt[Any] | None]:
+        """The receipt the step printed (None in preview)."""
+        return self.stdout.apply(lambda s: receipt_from_stdout(self.receipt_name, s))
 
     @staticmethod
     def python() -> str:
         """The project's interpreter (the program runs in its virtualenv)."""
         return sys.executable
-
-
-def receipt(stdout: pulumi.Output[str]) -> pulumi.Output[dict[str, Any]]:
-    """The JSON receipt a step printed last on stdout."""
-    return stdout.apply(lambda s: json.loads(s.strip().splitlines()[-1]) if s and s.strip() else {})

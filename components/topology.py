@@ -1,86 +1,75 @@
-"""Which containers a profile runs, where they sit on the networks, and what limits they get.
+"""Which containers a profile runs and where they sit on the networks.
 
-Pure data derived from the Profile; the Pulumi components translate it into resources one to one.
+Pure data derived from the Profile and the role table; the Pulumi components translate it into resources one to
+one.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 
-from . import addressing, naming
+from . import addressing, contract
 from .profile import Profile
-
-GIB_MB = 1024
-WORKER_USER = "10000:10000"
-PLATFORM_SERVICES = ("mysql", "gitea", "mattermost", "board", "secret-service", "egress-proxy", "bootstrap")
+from .roles import ROLES, platform_roles
 
 
 @dataclass(frozen=True)
 class Placement:
     name: str  # physical container name
-    role: str  # service name, "router" or "worker"
+    role: str  # a role of roles.ROLES
     internal_ip: str | None
     egress_ip: str | None = None
     operator_ip: str | None = None  # services with operator ports (see addressing.derived_operator)
     task: str | None = None
     index: int | None = None  # worker/router number, 1-based
-    memory_mb: int | None = None
+    router_ip: str | None = None  # a team worker's own router
     labels: dict[str, str] = field(default_factory=dict)
 
 
 def network_names(p: Profile) -> dict[str, str]:
     kinds = ["internal", "egress"] + (["operator"] if p.operator_network else [])
-    return {k: naming.resource_name(p.profile, k) for k in kinds}
+    return {k: contract.resource_name(p.profile, k) for k in kinds}
 
 
-def router_ip(p: Profile, task: str, n: int) -> str:
-    """Address of task `task`'s router number n (1-based)."""
-    return addressing.host(p.internal_network, addressing.TeamSlot(p.workers).router_index(p.tasks.index(task), n - 1))
-
-
-def worker_ip(p: Profile, task: str, n: int) -> str:
-    return addressing.host(p.internal_network, addressing.TeamSlot(p.workers).worker_index(p.tasks.index(task), n - 1))
+def member_ip(p: Profile, task: str, role: str, n: int, net: ipaddress.IPv4Network | None = None) -> str:
+    """Address of task `task`'s router or worker number n (1-based); `net`: the internal network, when known."""
+    slot = addressing.TeamSlot(p.workers)
+    index = slot.router_index if role == "router" else slot.worker_index
+    return addressing.host(net or p.internal_network, index(p.tasks.index(task), n - 1))
 
 
 def placements(p: Profile) -> list[Placement]:
     """Every container of the profile, platform first, then routers and workers task by task."""
-    internal, egress = p.internal_network, p.egress_network
+    internal, egress, operator = p.internal_network, p.egress_network, p.operator_network
     out: list[Placement] = []
-
-    def service(name: str, egress_ip: str | None = None) -> Placement:
-        return Placement(
-            name=naming.resource_name(p.profile, name),
-            role=name,
-            internal_ip=addressing.service_ip(internal, name) if name != "model" else None,
-            egress_ip=egress_ip,
-            operator_ip=addressing.service_ip(p.operator_network, name) if name in p.ports else None,
-            labels=p.labels(name),
-        )
-
-    services = PLATFORM_SERVICES if p.kind == "team" else ("egress-proxy",)
-    for name in services:
-        eip = addressing.host(egress, addressing.EGRESS_PROXY_EGRESS_HOST) if name == "egress-proxy" else None
-        out.append(service(name, eip))
-    if p.model_standin:
-        out.append(service("model", addressing.host(egress, addressing.MODEL_STANDIN_EGRESS_HOST)))
-
+    for role in platform_roles(p):
+        egress_host = {"egress-proxy": addressing.EGRESS_PROXY_EGRESS_HOST,
+                       "model": addressing.MODEL_STANDIN_EGRESS_HOST}.get(role.name)
+        out.append(Placement(
+            name=contract.resource_name(p.profile, role.name), role=role.name,
+            internal_ip=addressing.service_ip(internal, role.slot) if "internal" in role.networks and role.slot is not None else None,
+            egress_ip=addressing.host(egress, egress_host) if "egress" in role.networks and egress_host else None,
+            operator_ip=addressing.service_ip(operator, role.slot)
+            if operator is not None and role.operator_port is not None and role.slot is not None else None,
+            labels=p.labels(role.name)))
+    team = p.kind == "team"
     for task in p.tasks:
-        for n in range(p.workers):
-            if p.kind == "team":
-                out.append(Placement(
-                    name=naming.router_name(p.profile, task, n + 1), role="router", task=task, index=n + 1,
-                    internal_ip=router_ip(p, task, n + 1),
-                    memory_mb=p.router_memory_gib * GIB_MB,
-                    labels=p.labels("router", task),
-                ))
-            out.append(Placement(
-                name=naming.worker_name(p.profile, task, n + 1), role="worker", task=task, index=n + 1,
-                internal_ip=worker_ip(p, task, n + 1),
-                memory_mb=p.worker_memory_gib * GIB_MB,
-                labels=p.labels("worker", task),
-            ))
-        if p.kind == "baseline":  # commits the worker's non-ignored changes every snapshot_seconds; no network
-            out.append(Placement(name=naming.resource_name(p.profile, f"{naming.task_slug(task)}-snapshot"),
+        for n in range(1, p.workers + 1):
+            router_ip = member_ip(p, task, "router", n, internal) if team else None
+            if team:
+                out.append(Placement(name=contract.member_name(p.profile, task, "router", n), role="router", task=task,
+                                     index=n, internal_ip=router_ip, labels=p.labels("router", task)))
+            out.append(Placement(name=contract.member_name(p.profile, task, "worker", n), role="worker", task=task,
+                                 index=n, internal_ip=member_ip(p, task, "worker", n, internal), router_ip=router_ip,
+                                 labels=p.labels("worker", task)))
+        if p.kind in ROLES["snapshot"].kinds:
+            out.append(Placement(name=contract.resource_name(p.profile, f"{contract.task_slug(task)}-snapshot"),
                                  role="snapshot", task=task, index=1, internal_ip=None,
                                  labels=p.labels("snapshot", task)))
     return out
+
+
+def members(p: Profile, task: str, role: str) -> list[Placement]:
+    """A task's routers or workers, in order."""
+    return [c for c in placements(p) if c.task == task and c.role == role]

@@ -8,7 +8,8 @@ through `--policy-pack-config` (see the README).
 from __future__ import annotations
 
 import ipaddress
-import re
+import os
+import sys
 from collections import Counter
 from typing import Any, Callable
 
@@ -23,18 +24,22 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the project: its contract
+
+from components import contract  # noqa: E402
+from components.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
+from components.profile import Profile  # noqa: E402
+
+
+def profile_default(key: str) -> Any:
+    """A profile setting's default: what the pack assumes when no policy config from `new_stack` says otherwise."""
+    return Profile.model_fields[key].default
+
 CONTAINER = "docker:index/container:Container"
 NETWORK = "docker:index/network:Network"
 VOLUME = "docker:index/volume:Volume"
 IMAGE = "docker:index/remoteImage:RemoteImage"
 LABELLED = (CONTAINER, NETWORK, VOLUME)
-PROFILE_LABEL, ROLE_LABEL, TASK_LABEL, KIND_LABEL = "agensh.profile", "agensh.role", "agensh.task", "agensh.kind"
-COMPOSE_LABEL = "com.docker.compose.project"
-WORKER_UID = "10000:10000"
-MODEL_CREDENTIAL_KEYS = ("LLM_UPSTREAM_TOKEN", "UPSTREAM_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-# Names that hold a secret end in one of these words (TOKEN_SERVICE_URL or PROMPT_WINDOW_TOKENS do not).
-SECRETISH = re.compile(r"(PASSWORD|PASSWD|TOKEN|SECRET|API_KEY|CREDENTIAL|PRIVATE_KEY|DATASOURCE)$", re.I)
-WORKER_ALLOWED_SECRETS = ("LLM_PROXY_TOKEN",)  # the local proxy credential, nothing else
 
 
 # --- reading properties ---------------------------------------------------------------------------
@@ -72,7 +77,7 @@ def _policy(kind: type, name: str, description: str, validate: Callable[..., Non
 
 # --- 1: subnet capacity -------------------------------------------------------------------------------
 def _subnet_capacity(args: StackValidationArgs, report: ReportViolation) -> None:
-    reserve = int(args.get_config().get("reserve", 3))  # network address, gateway, broadcast
+    reserve = int(args.get_config().get("reserve", contract.ADDRESS_RESERVE))
     attached: Counter[str] = Counter()
     for c in containers(args):
         for n in c.props.get("networksAdvanced") or []:
@@ -92,7 +97,7 @@ def _subnet_capacity(args: StackValidationArgs, report: ReportViolation) -> None
 
 subnet_capacity = _policy(StackValidationPolicy, "subnet-capacity",
                           "Every network's subnet holds all containers attached to it plus gateway and reserve.",
-                          _subnet_capacity, {"reserve": {"type": "integer", "default": 3}})
+                          _subnet_capacity, {"reserve": {"type": "integer", "default": contract.ADDRESS_RESERVE}})
 
 
 # --- 2: networks do not overlap; static addresses inside their subnet and unique ---------------------
@@ -143,13 +148,13 @@ def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> 
     for v in p.get("volumes") or []:
         if "docker.sock" in f"{v.get('hostPath', '')}{v.get('containerPath', '')}":
             report(f"{_name(args)} mounts the Docker socket; workers must not control Docker.")
-    if "user" in p and p.get("user") != WORKER_UID:
-        report(f"{_name(args)} runs as {p.get('user')!r}; workers run as {WORKER_UID}.")
+    if "user" in p and p.get("user") != contract.WORKER_USER:
+        report(f"{_name(args)} runs as {p.get('user')!r}; workers run as {contract.WORKER_USER}.")
 
 
 worker_isolation = _policy(ResourceValidationPolicy, "worker-isolation",
                            "Workers join only the internal network, publish no ports, are not privileged, mount no "
-                           "Docker socket and run as 10000:10000.", _worker_isolation)
+                           f"Docker socket and run as {contract.WORKER_USER}.", _worker_isolation)
 
 
 # --- 4: memory ceilings ----------------------------------------------------------------------------------
@@ -157,21 +162,23 @@ def _memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != CONTAINER:
         return
     cfg = args.get_config()
-    ceilings = {"worker": cfg.get("workerMaxMb", 64 * 1024), "router": cfg.get("routerMaxMb", 8 * 1024)}
+    contract_max = {"worker": contract.WORKER_MEMORY_MAX_GIB, "router": contract.ROUTER_MEMORY_MAX_GIB}
     r = role(args.props)
-    if r not in ceilings:
+    if r not in contract_max:
         return
-    memory = args.props.get("memory")
-    if not memory:
-        report(f"{_name(args)} has no memory ceiling; set memory (MB) to at most {ceilings[r]}.")
-    elif memory > ceilings[r]:
-        report(f"{_name(args)} may use {memory:.0f} MB; the {r} ceiling is {ceilings[r]} MB.")
+    # the profile's own ceiling (policy config from new_stack), never above the contract's
+    limit_mb = min(cfg.get(f"{r}MaxMb") or contract_max[r] * contract.GIB_MB, contract_max[r] * contract.GIB_MB)
+    problem = contract.memory_problem(r, args.props.get("memory"), contract_max[r])
+    if problem is None and args.props.get("memory") > limit_mb:
+        problem = f"the {r} may use {args.props.get('memory'):.0f} MB; the profile's {r} ceiling is {limit_mb:.0f} MB"
+    if problem:
+        report(f"{_name(args)}: {problem}.")
 
 
 memory_ceilings = _policy(ResourceValidationPolicy, "memory-ceilings",
-                          "Workers and routers have memory ceilings within the profile's (64 GiB and 8 GiB).",
-                          _memory, {"workerMaxMb": {"type": "integer", "default": 65536},
-                                    "routerMaxMb": {"type": "integer", "default": 8192}})
+                          f"Workers and routers have memory ceilings within the profile's and at most the contract's "
+                          f"({contract.WORKER_MEMORY_MAX_GIB} GiB and {contract.ROUTER_MEMORY_MAX_GIB} GiB).",
+                          _memory, {"workerMaxMb": {"type": "integer"}, "routerMaxMb": {"type": "integer"}})
 
 
 # --- 5: credentials stay where they belong ----------------------------------------------------------------
@@ -182,19 +189,19 @@ def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
         for key, value in env_map(c.props).items():
             if len(value) >= 8 and SECRETISH.search(key):
                 secret_values.add(value)
-                if key in MODEL_CREDENTIAL_KEYS:
+                if key in contract.MODEL_CREDENTIAL_ENVS:
                     model_values.add(value)
     for c in containers(args):
         r, env = role(c.props), env_map(c.props)
         for key, value in env.items():
-            if key in MODEL_CREDENTIAL_KEYS and r not in allowed:
+            if key in contract.MODEL_CREDENTIAL_ENVS and r not in allowed:
                 report(f"container {c.name!r} ({r}) carries the model credential {key}; only the egress proxy may. "
                        "Give it the local proxy credential instead.")
             elif r not in allowed and value in model_values:
                 report(f"container {c.name!r} carries the model credential's value in {key}; only the egress proxy may.")
-            elif r == "worker" and SECRETISH.search(key) and key not in WORKER_ALLOWED_SECRETS:
+            elif r == "worker" and SECRETISH.search(key) and key != contract.PROXY_CREDENTIAL_ENV:
                 report(f"worker {c.name!r} has {key} in its environment; workers hold only the local proxy credential.")
-            elif r == "worker" and value in secret_values and key not in WORKER_ALLOWED_SECRETS:
+            elif r == "worker" and value in secret_values and key != contract.PROXY_CREDENTIAL_ENV:
                 report(f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy credential.")
     for r in args.resources:
         for label, value in label_map(r.props).items():
@@ -234,7 +241,7 @@ def _images(args: ResourceValidationArgs, report: ReportViolation) -> None:
     name = str(args.props.get("name", ""))
     build = args.props.get("build")
     if not build:
-        if "task_cleanroom" in name and "@sha256:" not in name and not args.get_config().get("allowUnpinnedCleanroom"):
+        if contract.CLEANROOM_TAG in name and "@sha256:" not in name and not args.get_config().get("allowUnpinnedCleanroom"):
             report(f"{_name(args)} pulls {name} by tag; pin it by digest (cleanroom_digests) so every run uses the "
                    "same cleanroom.")
         return
@@ -256,32 +263,31 @@ image_pins = _policy(ResourceValidationPolicy, "image-pins",
 
 # --- 8: team limits ------------------------------------------------------------------------------------------
 def _team_limits(args: StackValidationArgs, report: ReportViolation) -> None:
+    """The contract's team-limit rule on the rendered containers; the profile's numbers come from the policy config
+    `new_stack` writes (the profile's defaults otherwise)."""
     cfg = args.get_config()
-    admins, platform = int(cfg.get("administrators", 2)), int(cfg.get("platformConnections", 100))
     workers = Counter(label_map(c.props).get(TASK_LABEL) for c in containers(args) if role(c.props) == "worker")
     routers = Counter(label_map(c.props).get(TASK_LABEL) for c in containers(args) if role(c.props) == "router")
-    team, routed = max(workers.values(), default=0), max(routers.values(), default=0)
-    for c in containers(args):
-        r = role(c.props)
-        if r == "mattermost":
-            users = int(env_map(c.props).get("MM_TEAMSETTINGS_MAXUSERSPERTEAM", 200))
-            if users <= team + admins:
-                report(f"container {c.name!r}: MM_TEAMSETTINGS_MAXUSERSPERTEAM={users} must exceed {team} workers "
-                       f"+ {admins} administrators; raise mm_max_users_per_team.")
-        if r == "mysql":
-            flags = [a for a in c.props.get("command") or [] if str(a).startswith("--max-connections=")]
-            limit = int(flags[-1].split("=", 1)[1]) if flags else 151  # MySQL's own default
-            need = 4 * routed + platform
-            if limit < need:
-                report(f"container {c.name!r}: max connections {limit} do not cover 4 per router x {routed} + "
-                       f"{platform} for the platform ({need}); raise mysql_max_connections.")
+    by_role = {role(c.props): c for c in containers(args)}
+    holder = {"mm_max_users_per_team": by_role.get("mattermost"), "mysql_max_connections": by_role.get("mysql")}
+    mm, mysql = holder["mm_max_users_per_team"], holder["mysql_max_connections"]
+    flags = [a for a in (mysql.props.get("command") or [] if mysql else []) if str(a).startswith("--max-connections=")]
+    problems = contract.team_limit_problems(
+        workers=max(workers.values(), default=0), routers=max(routers.values(), default=0),
+        administrators=int(cfg.get("administrators", profile_default("administrators"))),
+        mm_max_users=int(env_map(mm.props).get("MM_TEAMSETTINGS_MAXUSERSPERTEAM", contract.MM_DEFAULT_MAX_USERS))
+        if mm else contract.MM_DEFAULT_MAX_USERS,
+        mysql_max_connections=int(flags[-1].split("=", 1)[1]) if flags else contract.MYSQL_DEFAULT_MAX_CONNECTIONS,
+        platform_connections=int(cfg.get("platformConnections", profile_default("mysql_platform_connections"))))
+    for key, problem in problems:
+        if (where := holder[key]) is not None:
+            report(f"container {where.name!r}: {problem}; raise {key}.")
 
 
 team_limits = _policy(StackValidationPolicy, "team-limits",
-                      "Mattermost users exceed workers plus administrators; MySQL connections cover 4 per router plus "
-                      "the platform.", _team_limits,
-                      {"administrators": {"type": "integer", "default": 2},
-                       "platformConnections": {"type": "integer", "default": 100}})
+                      "Mattermost users exceed workers plus administrators; MySQL connections cover "
+                      f"{contract.CONNECTIONS_PER_ROUTER} per router plus the platform.", _team_limits,
+                      {"administrators": {"type": "integer"}, "platformConnections": {"type": "integer"}})
 
 
 # --- 9: model settings ----------------------------------------------------------------------------------------
@@ -289,21 +295,22 @@ def _model(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != CONTAINER or role(args.props) not in ("egress-proxy", "worker"):
         return
     cfg, env = args.get_config(), env_map(args.props)
-    models, efforts = cfg.get("allowedModels", ["gpt-5.6-sol"]), cfg.get("allowedEfforts", ["high"])
+    models = cfg.get("allowedModels", [contract.PINNED_MODEL])
+    efforts = cfg.get("allowedEfforts", [contract.PINNED_EFFORT])
     if "MODEL" in env and env["MODEL"] not in models:
         report(f"{_name(args)} uses model {env['MODEL']!r}; the pinned model is {models}. Set model, or allow it "
                "in the policy config (allowedModels).")
     if "REASONING_EFFORT" in env and env["REASONING_EFFORT"] not in efforts:
         report(f"{_name(args)} uses reasoning effort {env['REASONING_EFFORT']!r}; the pinned effort is {efforts}.")
     if "PBENCH_HOURS" in env and "PBENCH_DEADLINE_SECONDS" in env:
-        if round(float(env["PBENCH_HOURS"]) * 3600) != int(env["PBENCH_DEADLINE_SECONDS"]):
+        if contract.deadline_s(float(env["PBENCH_HOURS"])) != int(env["PBENCH_DEADLINE_SECONDS"]):
             report(f"{_name(args)}: hours {env['PBENCH_HOURS']} and deadline {env['PBENCH_DEADLINE_SECONDS']} s disagree.")
 
 
 model_settings = _policy(ResourceValidationPolicy, "model-settings",
                          "Model and effort match the pinned ones unless allowed; hours and deadline agree.", _model,
-                         {"allowedModels": {"type": "array", "items": {"type": "string"}, "default": ["gpt-5.6-sol"]},
-                          "allowedEfforts": {"type": "array", "items": {"type": "string"}, "default": ["high"]}})
+                         {"allowedModels": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_MODEL]},
+                          "allowedEfforts": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_EFFORT]}})
 
 
 # --- 10: labels --------------------------------------------------------------------------------------------------
@@ -311,13 +318,13 @@ def _labels(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type not in LABELLED:
         return
     labels = label_map(args.props)
-    missing = [k for k in (PROFILE_LABEL, COMPOSE_LABEL) if not labels.get(k)]
+    missing = [k for k in (PROFILE_LABEL, contract.COMPOSE_PROJECT_LABEL) if not labels.get(k)]
     if missing:
         report(f"{_name(args)} lacks the label(s) {', '.join(missing)}: the reboot guard and `destroy` "
                "find a profile's objects by them. Build labels with Profile.labels().")
-    elif not str(labels[COMPOSE_LABEL]).startswith("omcgitea-"):
-        report(f"{_name(args)} has Compose project {labels[COMPOSE_LABEL]!r}; it must start with 'omcgitea-' "
-               "so Agensh reboot guards recognise it.")
+    elif not str(labels[contract.COMPOSE_PROJECT_LABEL]).startswith(f"{contract.PREFIX}-"):
+        report(f"{_name(args)} has Compose project {labels[contract.COMPOSE_PROJECT_LABEL]!r}; it must start with "
+               f"'{contract.PREFIX}-' so Agensh reboot guards recognise it.")
 
 
 labels_present = _policy(ResourceValidationPolicy, "labels-present",

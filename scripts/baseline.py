@@ -18,59 +18,61 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from components import contract
+from components.records import BaselineSeedResult, ShutdownResult, result_of
+from components.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
+from components.step_inputs import BaselineSeedInputs, BaselineStopInputs
 from scripts.gitops import git
-from scripts.kickoff import iso, wait_until
-from scripts.records import (EXPORT_FAILED, RUN_FAILED, RunDir, StepFailed, progress, read_json, run_step,
-                             write_atomic)
-from scripts.seed import WORKER_UID, archive_dirs, workspace_from_image
+from scripts.seed import archive_dirs, workspace_from_image
+from scripts.shutdown import ROUTER_GRACE_S, verify
 from scripts.shutdown import stop as docker_stop
-from scripts.shutdown import verify
+from scripts.step import StepFailed, iso, load_inputs, progress, run_step, wait_until, write_atomic
 
 
 def status(rd: RunDir, state: str, **extra: Any) -> None:
-    current = read_json(rd.path / "status.json") or {"history": []}
+    current = json.loads(rd.status.read_text()) if rd.status.exists() else {"history": []}
     current["history"].append({"state": state, "at": iso(time.time())})
-    write_atomic(rd.path / "status.json", {**current, "state": state, **extra})
+    write_atomic(rd.status, {**current, "state": state, **extra})
 
 
-def seed(a: dict[str, Any]) -> dict[str, Any]:
-    rd = RunDir(Path(a["run_dir"]))
-    ws = Path(a["workspace"])
-    archive_dirs(a.get("archive_dirs", []))
+def seed(a: BaselineSeedInputs) -> BaselineSeedResult:
+    rd = RunDir(Path(a.run_dir))
+    ws = Path(a.workspace)
+    archive_dirs(a.archive_dirs)
     if not (ws / ".git").exists():
         ws.mkdir(parents=True, exist_ok=True)
-        files = workspace_from_image(a["cleanroom_image"], ws)
+        files = workspace_from_image(a.cleanroom_image, ws)
         git("init", "-q", "-b", "main", cwd=ws)
         git("add", "-A", cwd=ws)
-        git("commit", "-q", "--allow-empty", "-m", f"Task {a['task_id']}: starting workspace", cwd=ws)
-        subprocess.run(["chown", "-R", f"{WORKER_UID}:{WORKER_UID}", str(ws)], check=True)
+        git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace", cwd=ws)
+        subprocess.run(["chown", "-R", contract.WORKER_USER, str(ws)], check=True)
         progress(f"baseline: seeded {len(files)} files into {ws}")
     started = time.time()
-    write_atomic(rd.path / "provenance.json", {**a["provenance"], "seeded_at": iso(started)})
-    status(rd, "running", deadline=iso(started + a["budget_s"]))
-    return {"workspace": str(ws), "commit": git("rev-parse", "HEAD", cwd=ws), "started_epoch": started,
-            "deadline_epoch": started + a["budget_s"], "deadline": iso(started + a["budget_s"])}
+    write_atomic(rd.provenance, {**a.provenance, "seeded_at": iso(started)})
+    status(rd, "running", deadline=iso(started + a.budget_s))
+    return BaselineSeedResult(workspace=str(ws), commit=git("rev-parse", "HEAD", cwd=ws), started_epoch=started,
+                              deadline_epoch=started + a.budget_s, deadline=iso(started + a.budget_s))
 
 
-def stop(a: dict[str, Any]) -> dict[str, Any]:
-    rd = RunDir(Path(a["run_dir"]))
-    task, ws = a["task_id"], Path(a["workspace"])
-    seeded = read_json(rd.receipt_path("baseline-seed", task))
-    if not seeded or seeded.get("status") != "ok":
+def stop(a: BaselineStopInputs) -> ShutdownResult:
+    rd = RunDir(Path(a.run_dir))
+    ws = Path(a.workspace)
+    seeded = result_of(rd, "baseline-seed", a.task_id, BaselineSeedResult)
+    if seeded is None:
         raise StepFailed("no baseline-seed receipt: the baseline never started")
-    wait_until(seeded["deadline_epoch"], "baseline stop")
+    wait_until(seeded.deadline_epoch, "baseline stop")
     status(rd, "stopping")
-    docker_stop([a["sidecar"]], 10)
-    docker_stop([a["worker"]], a["grace_s"])
-    archive = verify(Path(a["archive_dir"]))
-    log = subprocess.run(["docker", "logs", a["worker"]], capture_output=True, text=True)
-    (rd.path / "cc.log").write_text(log.stdout + log.stderr)
+    docker_stop([a.sidecar], ROUTER_GRACE_S)
+    docker_stop([a.worker], a.grace_s)
+    archive = verify(Path(a.archive_dir))
+    log = subprocess.run(["docker", "logs", a.worker], capture_output=True, text=True)
+    rd.activity_log.write_text(log.stdout + log.stderr)
     git("add", "-A", cwd=ws)
     if git("status", "--porcelain", cwd=ws):
         git("commit", "-q", "-m", "final: remaining changes after stop", cwd=ws)
-    out = rd.task(task) / "submission.tar.gz"
+    out = rd.submission(a.task_id)
     out.parent.mkdir(parents=True, exist_ok=True)
-    part = out.with_name(".submission.tar.gz.part")
+    part = out.with_name(f".{out.name}.part")
     try:
         git("archive", "--format=tar.gz", "-o", str(part), "HEAD", cwd=ws)
     except RuntimeError as err:
@@ -79,18 +81,18 @@ def stop(a: dict[str, Any]) -> dict[str, Any]:
     part.replace(out)
     snapshots = git("log", "--oneline", "--grep", "^snapshot", cwd=ws).splitlines()
     status(rd, "exported", submission=str(out))
-    return {"archives": {a["worker"]: archive}, "archives_complete": archive == "ok", "submission": str(out),
-            "commit": git("rev-parse", "HEAD", cwd=ws), "snapshots": len(snapshots)}
+    return ShutdownResult(archives={a.worker: archive}, archives_complete=archive == "ok", submission=str(out),
+                          commit=git("rev-parse", "HEAD", cwd=ws), snapshots=len(snapshots))
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-
     mode = (argv if argv is not None else sys.argv[1:])[0]
-    a = json.loads(env["AGENSH_INPUT"])
     if mode == "seed":
-        return run_step("baseline-seed", Path(a["run_dir"]), a["task_id"], a, lambda: seed(a), RUN_FAILED)
+        s = load_inputs(BaselineSeedInputs, env)
+        return run_step("baseline-seed", RunDir(Path(s.run_dir)), s.task_id, s, lambda: seed(s), RUN_FAILED)
     # the stop step's receipt is the task's shutdown receipt, which the score step reads for the archives
-    return run_step("shutdown", Path(a["run_dir"]), a["task_id"], a, lambda: stop(a))
+    t = load_inputs(BaselineStopInputs, env)
+    return run_step("shutdown", RunDir(Path(t.run_dir)), t.task_id, t, lambda: stop(t))
 
 
 if __name__ == "__main__":

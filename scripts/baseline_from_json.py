@@ -21,17 +21,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from components import contract  # noqa: E402
 from scripts import new_stack  # noqa: E402
 
 
 def settings(doc: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
     """Profile settings from the JSON document, and the model env file it names."""
-    if round(float(doc["hours"]) * 3600) != int(doc["deadline_seconds"]):
+    if contract.deadline_s(float(doc["hours"])) != int(doc["deadline_seconds"]):
         raise ValueError(f"hours {doc['hours']} and deadline_seconds {doc['deadline_seconds']} disagree "
-                         f"({round(float(doc['hours']) * 3600)} s expected)")
+                         f"({contract.deadline_s(float(doc['hours']))} s expected)")
     out: dict[str, Any] = {
-        "kind": "baseline", "workers": 1, "tasks": [doc["task"]], "model": doc.get("model", "gpt-5.6-sol"),
-        "reasoning_effort": doc.get("reasoning_effort", "high"), "hours": doc["hours"],
+        "kind": "baseline", "workers": 1, "tasks": [doc["task"]], "model": doc.get("model", contract.PINNED_MODEL),
+        "reasoning_effort": doc.get("reasoning_effort", contract.PINNED_EFFORT), "hours": doc["hours"],
         "deadline_seconds": doc["deadline_seconds"], "snapshot_seconds": doc.get("snapshot_seconds", 1200),
         "skip_eval": bool(doc.get("skip_eval", False)), "eval_pytest_addopts": doc.get("pytest_addopts", ""),
     }
@@ -67,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         model_env = new_stack.read_env_file(env_file)
         if model_env.get("UPSTREAM"):
             values["llm_upstream"] = model_env["UPSTREAM"]
-        if model_env.get("UPSTREAM_AUTH_TOKEN") and not os.environ.get("LLM_UPSTREAM_TOKEN"):
-            os.environ["LLM_UPSTREAM_TOKEN"] = model_env["UPSTREAM_AUTH_TOKEN"]
+        if model_env.get("UPSTREAM_AUTH_TOKEN") and not os.environ.get(contract.MODEL_CREDENTIAL_ENV):
+            os.environ[contract.MODEL_CREDENTIAL_ENV] = model_env["UPSTREAM_AUTH_TOKEN"]
     sets = [a for k, v in values.items() for a in ("--set", f"{k}={json.dumps(v)}")]
     return new_stack.main([args[1], *sets, "--env-file", "none", *args[2:]])
 

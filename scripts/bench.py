@@ -15,8 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from components import contract
 from components.profile import parse_profile
-from components.services import spec
+from components.roles import spec
 from components.topology import network_names, placements
 from scripts.sandbox import ROOT, isolated_env, profile_config, project_copy
 
@@ -81,7 +82,7 @@ def bench(workers: int) -> dict[str, float]:
         tmpdir = Path(tmp)
         stack = f"bench-w{workers}"
         proj = project_copy(tmpdir, stack, config(workers, tmpdir / "data"))
-        env = isolated_env(tmpdir, "bench", LLM_UPSTREAM_TOKEN="bench-token")
+        env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
         run = {"cwd": proj, "env": env}
         timed([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
                "--env-file", "none"], **run)

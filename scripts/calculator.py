@@ -15,9 +15,10 @@ from pathlib import Path
 
 from programbench.constants import TASKS_DIR
 
+from components import contract
+
 TASK = "testorg__calculator.abc1234"
 BASE_IMAGE = "agensh-base:bookworm"
-TAG = "task_cleanroom_v6"
 
 # A correct program for the fixture: compile.sh at the submission's root produces ./executable.
 SOLUTION = {
@@ -27,7 +28,7 @@ SOLUTION = {
 
 
 def cleanroom_image(org: str) -> str:
-    return f"{org}/{TASK.replace('__', '_1776_')}:{TAG}"
+    return contract.cleanroom_image(TASK, org)
 
 
 def build_cleanroom(org: str, labels: dict[str, str]) -> str:

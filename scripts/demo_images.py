@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from components import contract
 from scripts import calculator
 
 ROOT = Path(__file__).resolve().parent.parent
-STANDIN = "omcgitea-standin:demo"
-THIRD_PARTY = {role: f"omcgitea-standin-{role}:demo" for role in ("mysql", "gitea", "mattermost")}
+STANDIN = f"{contract.PREFIX}-standin:demo"
+THIRD_PARTY = {role: f"{contract.PREFIX}-standin-{role}:demo" for role in ("mysql", "gitea", "mattermost")}
 BLOBS = Path(os.environ.get("AGENSH_CACHE", Path.home() / ".cache" / "agensh")) / "demo" / "blobs"
 LEGACY_BUILDER = {"DOCKER_BUILDKIT": "0"}
 

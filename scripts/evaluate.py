@@ -16,9 +16,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
-from scripts.records import RunDir, StepFailed, progress, run_step
+from components import contract
+from components.records import EvaluateResult
+from components.rundir import RunDir
+from components.step_inputs import EvaluateInputs
+from scripts.step import StepFailed, file_digest, load_inputs, progress, run_step
 
 SHIM = Path(__file__).resolve().parent / "pbench_docker_shim.sh"
 PROGRAMBENCH = Path(sys.executable).parent / "programbench"
@@ -29,42 +33,39 @@ def docker_cpus(requested: int | None) -> int:
     return max(1, min(requested or 10, host))
 
 
-def evaluate(a: dict[str, Any]) -> dict[str, Any]:
-    rd = RunDir(Path(a["run_dir"]))
-    task = a["task_id"]
-    tdir = rd.task(task)
-    submission = tdir / "submission.tar.gz"
-    if not submission.exists():
-        raise StepFailed(f"no submission at {submission}; the export did not produce one")
-    eval_json = tdir / f"{task}.eval.json"
+def evaluate(a: EvaluateInputs) -> EvaluateResult:
+    rd = RunDir(Path(a.run_dir))
+    task = a.task_id
+    if not rd.submission(task).exists():
+        raise StepFailed(f"no submission at {rd.submission(task)}; the export did not produce one")
+    eval_json = rd.eval_json(task)
     if eval_json.exists():
-        n = len(list(tdir.glob(f"{task}.eval.*.json"))) + 1
-        shutil.copy2(eval_json, tdir / f"{task}.eval.{n}.json")
-    cpus = docker_cpus(a.get("docker_cpus"))
+        shutil.copy2(eval_json, rd.eval_attempt(task, len(rd.earlier_evals(task)) + 1))
+    cpus = docker_cpus(a.docker_cpus)
     cmd = [str(PROGRAMBENCH), "eval", str(rd.path), "--filter", f"^{re.escape(task)}$", "--docker-cpus", str(cpus),
-           "--image-tag", a.get("image_tag", "task_cleanroom_v6")]
-    env = dict(os.environ, PROGRAMBENCH_DOCKER_EXECUTABLE=str(SHIM), PROGRAMBENCH_DOCKER_ORG=a.get("docker_org", "programbench"),
-               PBENCH_EVAL_PYTEST_ADDOPTS=a.get("pytest_addopts", ""), PBENCH_EVAL_MEMORY=f"{a.get('memory_gib', 16)}g",
-               PBENCH_EVAL_NETWORK="none", PBENCH_EVAL_LABEL=f"agensh.profile={a.get('profile', '')}")
-    if a.get("blob_dir"):
-        env["PROGRAMBENCH_BLOB_DIR"] = str(Path(a["blob_dir"]).expanduser())
-    progress(f"evaluate: {' '.join(cmd)}")
+           "--image-tag", contract.CLEANROOM_TAG]
+    env = dict(os.environ, PROGRAMBENCH_DOCKER_EXECUTABLE=str(SHIM), PROGRAMBENCH_DOCKER_ORG=a.docker_org,
+               PBENCH_EVAL_PYTEST_ADDOPTS=a.pytest_addopts, PBENCH_EVAL_MEMORY=f"{a.memory_gib}g",
+               PBENCH_EVAL_NETWORK="none", PBENCH_EVAL_LABEL=f"{contract.PROFILE_LABEL}={a.profile}")
+    if a.blob_dir:
+        env["PROGRAMBENCH_BLOB_DIR"] = str(Path(a.blob_dir).expanduser())
+    progress(f"evaluate: programbench eval {task} ({cpus} CPUs; log: {rd.evaluate_log(task)})")
     started = time.monotonic()
-    with open(tdir / "evaluate.log", "a") as log:
+    with open(rd.evaluate_log(task), "a") as log:
         rc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
     if not eval_json.exists():
-        raise StepFailed(f"programbench eval wrote no {eval_json.name} (exit {rc}); see {tdir / 'evaluate.log'}")
+        raise StepFailed(f"programbench eval wrote no {eval_json.name} (exit {rc}); see {rd.evaluate_log(task)}")
     data = json.loads(eval_json.read_text())
-    return {"eval_json": str(eval_json), "exit_code": rc, "error_code": data.get("error_code"),
-            "test_branch_errors": sorted(data.get("test_branch_errors") or {}), "docker_cpus": cpus,
-            "seconds": round(time.monotonic() - started, 1)}
+    return EvaluateResult(eval_json=str(eval_json), exit_code=rc, error_code=data.get("error_code"),
+                          test_branch_errors=sorted(data.get("test_branch_errors") or {}), docker_cpus=cpus,
+                          seconds=round(time.monotonic() - started, 1))
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    a = json.loads(env["AGENSH_INPUT"])
-    sub = RunDir(Path(a["run_dir"])).task(a["task_id"]) / "submission.tar.gz"
-    inputs = {**a, "submission_mtime": sub.stat().st_mtime if sub.exists() else None}
-    return run_step("evaluate", Path(a["run_dir"]), a["task_id"], inputs, lambda: evaluate(a))
+    a = load_inputs(EvaluateInputs, env)
+    rd = RunDir(Path(a.run_dir))
+    return run_step("evaluate", rd, a.task_id, a, lambda: evaluate(a),
+                    extra_digest={"submission": file_digest(rd.submission(a.task_id))})
 
 
 if __name__ == "__main__":

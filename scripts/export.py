@@ -13,21 +13,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
+from components.records import ExportResult, KickoffResult, result_of
+from components.rundir import EXPORT_FAILED, RunDir
+from components.step_inputs import GiteaInputs
 from scripts.gitops import git, with_user
-from scripts.kickoff import iso, wait_until
-from scripts.records import EXPORT_FAILED, RunDir, StepFailed, progress, read_json, step_main
+from scripts.step import StepFailed, iso, progress, step_main, wait_until, write_marker
 
 
-def export(a: dict[str, Any], password: str) -> dict[str, Any]:
-    rd = RunDir(Path(a["run_dir"]))
-    task = a["task_id"]
-    kickoff = read_json(rd.receipt_path("kickoff", task))
-    if not kickoff or kickoff.get("status") != "ok":
+def export(a: GiteaInputs, password: str) -> ExportResult:
+    rd = RunDir(Path(a.run_dir))
+    kickoff = result_of(rd, "kickoff", a.task_id, KickoffResult)
+    if kickoff is None:
         raise StepFailed("no kickoff receipt: the task never started")
-    wait_until(kickoff["deadline_epoch"], "export")
-    remote = with_user(f"{a['gitea_url'].rstrip('/')}/{a['repo']}.git", a["gitea_user"])
+    wait_until(kickoff.deadline_epoch, "export")
+    remote = with_user(f"{a.gitea_url.rstrip('/')}/{a.repo}.git", a.gitea_user)
     recovered_from = None
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -35,8 +36,8 @@ def export(a: dict[str, Any], password: str) -> dict[str, Any]:
             source = Path(tmp)
         except RuntimeError as err:
             # REQUIREMENTS 35: the committed source is recovered from the preserved Gitea data, never re-inferred
-            rd.marker(task, EXPORT_FAILED, f"export: {err}")
-            source = Path(a.get("gitea_repositories") or "/nonexistent") / f"{a['repo']}.git"
+            write_marker(rd, a.task_id, EXPORT_FAILED, f"export: {err}")
+            source = Path(a.gitea_repositories) / f"{a.repo}.git"
             if not source.is_dir():
                 raise StepFailed(f"export failed and no preserved repository at {source}: {err}",
                                  marker=EXPORT_FAILED) from None
@@ -44,18 +45,20 @@ def export(a: dict[str, Any], password: str) -> dict[str, Any]:
             recovered_from = str(source)
         head = git("rev-parse", "main", cwd=source)
         files = git("ls-tree", "-r", "--name-only", head, cwd=source).splitlines()
-        out = rd.task(task) / "submission.tar.gz"
-        part = out.with_name(".submission.tar.gz.part")
+        out = rd.submission(a.task_id)
+        part = out.with_name(f".{out.name}.part")
         git("archive", "--format=tar.gz", "-o", str(part), head, cwd=source)
         part.replace(out)
     if "compile.sh" not in files:
         progress("export: warning: no compile.sh at the repository root; the evaluation will fail to compile")
-    return {"submission": str(out), "commit": head, "files": len(files), "exported_at": iso(time.time()),
-            "recovered_from": recovered_from, **({"marker": EXPORT_FAILED} if recovered_from else {})}
+    progress(f"export: {a.repo} main {head[:12]} ({len(files)} files) -> {out}")
+    return ExportResult(submission=str(out), commit=head, files=len(files), exported_at=iso(time.time()),
+                        recovered_from=recovered_from)
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main("export", env, export, "AGENSH_GITEA_PASSWORD", EXPORT_FAILED)
+    return step_main("export", GiteaInputs, env, export, "AGENSH_GITEA_PASSWORD", EXPORT_FAILED,
+                     keep_marker=lambda r: EXPORT_FAILED if r.recovered_from else None)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 #!/bin/sh
 # Install or remove the host units: pbench.slice and pbench-reboot-guard.service (REQUIREMENTS A).
-#   host_units.sh install   env: SLICE_MEMORY_PERCENT, GUARD_EXEC (absolute path of the guard script),
-#                           GUARD_SCRIPT (optional: its content, written to GUARD_EXEC first; remote hosts)
-#   host_units.sh remove    env: PULUMI_COMMAND_STDOUT (the install receipt): removes only what it installed
-# Idempotent. A slice or an enabled, working guard already on the host is reused, never overwritten.
-# Prints a JSON receipt.
+#   sh -s install < (settings + this script)   settings: SLICE_MEMORY_PERCENT, GUARD_EXEC (absolute path of the
+#                           guard script), GUARD_SCRIPT (optional: its content, written to GUARD_EXEC first; remote
+#                           hosts), OWNER (the profile that installs)
+#   sh -s remove < (settings + this script)    removes only what OWNER's install installed
+# The settings come as shell assignments on stdin before the script (components/host_units.py), never through the
+# environment (SSH refuses it without AcceptEnv) nor the command line (the host's process list shows it).
+# Idempotent. A slice or an enabled, working guard already on the host is reused, never overwritten. The install
+# receipt (JSON, also printed) stays on the host in STATE_DIR, so removal knows what this owner installed.
 set -eu
 UNITS=${SYSTEMD_UNIT_DIR:-/etc/systemd/system}
 SLICE=$UNITS/pbench.slice
 GUARD=$UNITS/pbench-reboot-guard.service
+STATE=${STATE_DIR:-/var/lib/agensh}/host-units.${OWNER:?}.json
 
 install() {
   : "${SLICE_MEMORY_PERCENT:?}" "${GUARD_EXEC:?}"
@@ -39,12 +43,17 @@ install() {
   [ "$guard_state" = reused ] || systemctl enable --quiet pbench-reboot-guard.service
   systemctl start pbench.slice 2>/dev/null || true
   memory_max=$(systemctl show -p MemoryMax --value pbench.slice 2>/dev/null || echo unknown)
-  printf '{"slice": "%s", "guard": "%s", "guard_exec": "%s", "slice_memory_max": "%s"}\n' \
-    "$slice_state" "$guard_state" "$GUARD_EXEC" "$memory_max"
+  receipt=$(printf '{"slice": "%s", "guard": "%s", "guard_exec": "%s", "slice_memory_max": "%s"}' \
+    "$slice_state" "$guard_state" "$GUARD_EXEC" "$memory_max")
+  if [ ! -f "$STATE" ]; then  # a re-install finds the units present: the first receipt says what this owner installed
+    mkdir -p "$(dirname "$STATE")"
+    printf '%s\n' "$receipt" >"$STATE"
+  fi
+  printf '%s\n' "$receipt"
 }
 
 remove() {
-  receipt=${PULUMI_COMMAND_STDOUT:-}
+  receipt=$(cat "$STATE" 2>/dev/null || true)
   removed=""
   case "$receipt" in *'"guard": "installed"'*)
     systemctl disable --quiet pbench-reboot-guard.service 2>/dev/null || true
@@ -55,6 +64,7 @@ remove() {
     rm -f "$SLICE"; removed="$removed slice" ;;
   esac
   [ -z "$removed" ] || systemctl daemon-reload
+  rm -f "$STATE"
   echo "removed:${removed:- nothing}"
 }
 

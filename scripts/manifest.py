@@ -8,78 +8,82 @@ from ProgramBench's `aggregate` (the denominator is the requested task list, nev
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
-from scripts.records import RunDir, StepFailed, now, read_index, read_json, run_step, write_atomic
+from components.records import Host, Manifest, ManifestFinish, ManifestStart, Revision, read_index
+from components.rundir import RunDir
+from components.step_inputs import ManifestInputs
+from scripts.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
 
 
-def revision(path: Path) -> dict[str, Any]:
+def revision(path: Path) -> Revision:
     """Git revision of the repository holding `path`, and whether `path` has uncommitted changes."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True).stdout.strip()
     rev = git("rev-parse", "HEAD")
     if not rev:
-        return {"path": str(path), "revision": None, "dirty": None}
-    return {"path": str(path), "revision": rev, "dirty": bool(git("status", "--porcelain", "--", "."))}
+        return Revision(path=str(path), revision=None, dirty=None)
+    return Revision(path=str(path), revision=rev, dirty=bool(git("status", "--porcelain", "--", ".")))
 
 
-def host_resources() -> dict[str, Any]:
+def host_resources() -> Host:
     pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-    return {"cpus": os.cpu_count(), "memory_gib": round(pages * size / 2**30, 1), "load": os.getloadavg()}
+    return Host(cpus=os.cpu_count(), memory_gib=round(pages * size / 2**30, 1), load=os.getloadavg())
 
 
-def start(args: dict[str, Any]) -> dict[str, Any]:
-    rd = RunDir(Path(args["run_dir"]))
-    checkout = revision(Path(args["checkout"]))
-    if checkout["dirty"] and not args["profile"].get("allow_dirty"):
-        raise StepFailed(f"the Agensh checkout {checkout['path']} has uncommitted changes; commit them, or set "
-                         "agensh:allow_dirty true to record the dirty state and go on", checkout=checkout)
-    from importlib.metadata import version
-    manifest = {
-        "written": now(), "state": "running", "profile": args["profile"], "profile_digest": args["profile_digest"],
-        "project": revision(Path(args["project_dir"])), "checkout": checkout,
-        "programbench_version": version("programbench"), "images": args.get("images", {}),
-        "host": host_resources(), "requested_task_ids": args["profile"]["tasks"],
-    }
-    existing = read_json(rd.manifest)
-    if existing:  # a resumed run keeps what it first recorded
-        manifest = {**manifest, **{k: existing[k] for k in ("written",) if k in existing}}
+def read_manifest(rd: RunDir) -> Manifest | None:
+    return Manifest.model_validate_json(rd.manifest.read_text()) if rd.manifest.exists() else None
+
+
+def start(a: ManifestInputs) -> ManifestStart:
+    rd = RunDir(Path(a.run_dir))
+    checkout = revision(Path(a.checkout))
+    if checkout.dirty and not a.profile.get("allow_dirty"):
+        raise StepFailed(f"the Agensh checkout {checkout.path} has uncommitted changes; commit them, or set "
+                         "agensh:allow_dirty true to record the dirty state and go on", checkout=checkout.model_dump())
+    existing = read_manifest(rd)
+    manifest = Manifest(
+        written=existing.written if existing else now(),  # a resumed run keeps when it was first recorded
+        state="running", profile=a.profile, profile_digest=a.profile_digest, project=revision(Path(a.project_dir)),
+        checkout=checkout, programbench_version=version("programbench"), images=a.images, host=host_resources(),
+        requested_task_ids=a.profile["tasks"])
     write_atomic(rd.manifest, manifest)
-    return {"manifest": str(rd.manifest), "manifest_content": manifest}
+    return ManifestStart(manifest=manifest)
 
 
-def finish(args: dict[str, Any]) -> dict[str, Any]:
+def finish(a: ManifestInputs) -> ManifestFinish:
     from programbench.submission import aggregate, benchmark_instances
 
-    rd = RunDir(Path(args["run_dir"]))
-    manifest = read_json(rd.manifest) or {}
-    requested = manifest.get("requested_task_ids") or args["profile"]["tasks"]
+    rd = RunDir(Path(a.run_dir))
+    manifest = read_manifest(rd)
+    if manifest is None:
+        raise StepFailed(f"no {rd.manifest}: the run never started")
+    requested = manifest.requested_task_ids
     rows = read_index(rd.index)
-    scores = {t: r["score"] for t, r in rows.items() if t in requested and r.get("status") == "scored"}
-    completed = sorted(scores)
+    scores = {t: r.score for t, r in rows.items() if t in requested and r.status == "scored" and r.score is not None}
     failed = sorted(t for t in requested if t not in scores)
-    manifest.update(state="finished", finished=now(), completed=len(completed), failed=len(failed),
-                    failed_task_ids=failed, scores=scores)
-    if scores:
-        manifest["headline_requested"] = aggregate(scores, len(requested)).as_dict()
-        manifest["headline_benchmark"] = aggregate(scores, len(benchmark_instances())).as_dict()
+    manifest = manifest.model_copy(update={
+        "state": "finished", "finished": now(), "completed": len(scores), "failed": len(failed),
+        "failed_task_ids": failed, "scores": scores,
+        "headline_requested": aggregate(scores, len(requested)).as_dict() if scores else None,
+        "headline_benchmark": aggregate(scores, len(benchmark_instances())).as_dict() if scores else None})
     write_atomic(rd.manifest, manifest)
-    return {"completed": len(completed), "failed": len(failed), "scores": scores}
+    return ManifestFinish(completed=len(scores), failed=len(failed), scores=scores)
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
     mode = (argv if argv is not None else sys.argv[1:])[0]
-    args = json.loads(env["AGENSH_INPUT"])
-    body = {"start": start, "finish": finish}[mode]
-    inputs = dict(args)
-    if mode == "finish":  # finishing again after more results must rewrite the counts
-        inputs["index"] = RunDir(Path(args["run_dir"])).index.stat().st_size if RunDir(Path(args["run_dir"])).index.exists() else 0
-    return run_step(f"manifest-{mode}", Path(args["run_dir"]), None, inputs, lambda: body(args))
+    a = load_inputs(ManifestInputs, env)
+    rd = RunDir(Path(a.run_dir))
+    if mode == "start":
+        return run_step("manifest-start", rd, None, a, lambda: start(a))
+    # finishing again after more results must rewrite the counts
+    return run_step("manifest-finish", rd, None, a, lambda: finish(a), extra_digest={"index": file_digest(rd.index)})
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components.profile import NAMESPACE, ProfileError, Secrets, parse_profile  # noqa: E402
+from components import contract  # noqa: E402
+from components.profile import NAMESPACE, Profile, ProfileError, parse_profile  # noqa: E402
 
 UPSTREAM_ENV = Path("~/.pbench-upstream.env").expanduser()
 GATEWAY_KEYS = {"LLM_UPSTREAM": "llm_upstream", "REASONING_EFFORT": "reasoning_effort"}
@@ -54,7 +55,7 @@ def read_env_file(path: Path) -> dict[str, str]:
 def gateway(env_file: Path | None) -> dict[str, str]:
     """Gateway settings: the file first, exported values over it (REQUIREMENTS 12)."""
     values = read_env_file(env_file) if env_file else {}
-    for key in (*GATEWAY_KEYS, "LLM_UPSTREAM_TOKEN"):
+    for key in (*GATEWAY_KEYS, contract.MODEL_CREDENTIAL_ENV):
         if os.environ.get(key):
             values[key] = os.environ[key]
     return values
@@ -71,6 +72,20 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def policy_config_path(stack: str) -> Path:
+    return ROOT / "stacks" / f"{stack}.policy.json"
+
+
+def write_policy_config(stack: str, profile: Profile) -> None:
+    """The policy pack's numbers from this profile (`--policy-pack-config stacks/<stack>.policy.json`), merged into
+    what the file already holds (a user's relaxations stay)."""
+    path = policy_config_path(stack)
+    config = json.loads(path.read_text()) if path.exists() else {}
+    for policy, values in profile.policy_config().items():
+        config[policy] = {**(config.get(policy) or {}), **values}
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def pulumi(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -93,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from", dest="source", metavar="PROFILE_FILE",
                     help="take the settings from this file's `config:` (e.g. stacks/demo.profile.yaml)")
     args = ap.parse_args(argv)
+    if not contract.PROFILE_RE.fullmatch(args.name):
+        print(f"new-stack: stack name {args.name!r}: use lowercase letters, digits and hyphens, starting with a letter "
+              "or digit", file=sys.stderr)
+        return 2
 
     path = ROOT / "stacks" / f"Pulumi.{args.name}.yaml"
     doc: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
@@ -116,20 +135,20 @@ def main(argv: list[str] | None = None) -> int:
     plain.update(parse_set(args.set))
     if args.new_run or "run_id" not in plain:
         plain["run_id"] = new_run_id()
-    secret_keys = set(Secrets.model_fields)
-    bad = sorted(k for k in plain if k in secret_keys)
+    bad = sorted(k for k in plain if k in contract.SECRET_KEYS)
     if bad:
         print(f"new-stack: {', '.join(bad)} must be secret; it is read from the environment or generated", file=sys.stderr)
         return 2
 
     try:
-        parse_profile(plain)
+        profile = parse_profile(plain)
     except ProfileError as err:
         print(f"new-stack: {err}", file=sys.stderr)
         return 2
     has_token = f"{prefix}{TOKEN_KEY}" in config
-    if not has_token and not gw.get("LLM_UPSTREAM_TOKEN"):
-        print("new-stack: no gateway token: export LLM_UPSTREAM_TOKEN or put it in ~/.pbench-upstream.env (mode 600)",
+    if not has_token and not gw.get(contract.MODEL_CREDENTIAL_ENV):
+        print(f"new-stack: no gateway token: export {contract.MODEL_CREDENTIAL_ENV} or put it in ~/.pbench-upstream.env "
+              "(mode 600)",
               file=sys.stderr)
         return 2
 
@@ -141,15 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     with os.fdopen(fd, "w") as fh:
         yaml.safe_dump(doc, fh, sort_keys=False)
     os.chmod(path, 0o600)
+    write_policy_config(args.name, profile)
 
     if pulumi("stack", "select", args.name, check=False).returncode != 0:
         pulumi("stack", "init", args.name)
     generated = []
-    for key in Secrets.generated_keys():
+    for key in contract.GENERATED_SECRETS:
         if f"{prefix}{key}" not in config:
             pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{key}", stdin=secrets.token_urlsafe(24))
             generated.append(key)
-    token = gw.get("LLM_UPSTREAM_TOKEN")
+    token = gw.get(contract.MODEL_CREDENTIAL_ENV)
     current = pulumi("config", "get", "-s", args.name, f"{prefix}{TOKEN_KEY}", check=False) if has_token else None
     if current is not None and current.returncode != 0:
         print(f"new-stack: cannot read the stack's secrets ({current.stderr.strip()}); this stack file was encrypted "

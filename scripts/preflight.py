@@ -4,7 +4,7 @@
 (unless host units are off); images present; the worker entrypoint baked and the reference binary root-owned
 mode 0111 (temporary check containers without network); router and board images built from the current
 checkout revision; state empty (no leftover output, no labelled containers); subnets colliding neither with host
-routes nor other Docker networks; operator ports free.
+routes nor other Docker networks; operator ports free; the team limits as rendered (the contract's rule).
 `model` phase (after the egress proxy is up, before any worker): one small live model request through the proxy.
 """
 
@@ -17,29 +17,31 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
+from components import contract
+from components.records import Check, PreflightResult
+from components.rundir import RunDir
+from components.step_inputs import PreflightHostInputs, PreflightModelInputs
 from scripts.http import HTTPFailure, request
-from scripts.records import StepFailed, run_step
-
-REVISION_LABEL = "agensh.checkout-revision"
+from scripts.step import StepFailed, load_inputs, run_step
 
 
 def sh(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(args), capture_output=True, text=True)
 
 
-def check_docker(a: dict[str, Any]) -> str:
+def check_docker(a: PreflightHostInputs) -> str:
     out = sh("docker", "info", "--format", "{{.ServerVersion}}")
     if out.returncode:
         raise AssertionError(f"Docker is not reachable: {out.stderr.strip()}")
     return f"Docker {out.stdout.strip()}"
 
 
-def check_host_units(a: dict[str, Any]) -> str:
-    if a["host_units"] == "off":
+def check_host_units(a: PreflightHostInputs) -> str:
+    if a.host_units == "off":
         return "host units off in this profile"
-    receipt = json.loads(a.get("host_units_receipt") or "{}")
+    receipt = json.loads(a.host_units_receipt or "{}")
     if receipt.get("guard") not in ("installed", "reused"):
         raise AssertionError("pbench-reboot-guard.service is not enabled")
     if receipt.get("slice_memory_max") in (None, "", "infinity", "unknown"):
@@ -47,48 +49,49 @@ def check_host_units(a: dict[str, Any]) -> str:
     return f"slice MemoryMax={receipt['slice_memory_max']}, guard {receipt['guard']}"
 
 
-def check_images(a: dict[str, Any]) -> str:
-    missing = [i for i in a["images"] if sh("docker", "image", "inspect", i).returncode]
+def check_images(a: PreflightHostInputs) -> str:
+    missing = [i for i in a.images if sh("docker", "image", "inspect", i).returncode]
     if missing:
         raise AssertionError(f"images missing: {', '.join(missing)}")
-    return f"{len(a['images'])} images present"
+    return f"{len(a.images)} images present"
 
 
-def check_workers(a: dict[str, Any]) -> str:
-    for image in a["worker_images"]:
+def check_workers(a: PreflightHostInputs) -> str:
+    for image in a.worker_images:
         out = sh("docker", "run", "--rm", "--network", "none", "--entrypoint", "pbench-selfcheck", image)
         if "board=True" not in out.stdout or "copilot=yes" not in out.stdout:
             raise AssertionError(f"{image}: entrypoint not baked (pbench-selfcheck said {out.stdout.strip() or out.stderr.strip()!r})")
         ref = sh("docker", "run", "--rm", "--network", "none", "--user", "0", "--entrypoint", "stat", image,
-                 "-c", "%U %a", "/opt/pbench/executable")
-        if ref.stdout.strip() != "root 111":
-            raise AssertionError(f"{image}: /opt/pbench/executable must be root-owned mode 0111, is {ref.stdout.strip()!r}")
-    return f"{len(a['worker_images'])} worker images: board=True copilot=yes, reference 0111"
+                 "-c", "%U %a", contract.REFERENCE_BINARY)
+        if ref.stdout.strip() != contract.REFERENCE_OWNER_MODE:
+            raise AssertionError(f"{image}: {contract.REFERENCE_BINARY} must be root-owned mode 0111, is {ref.stdout.strip()!r}")
+    return f"{len(a.worker_images)} worker images: board=True copilot=yes, reference 0111"
 
 
-def check_fresh_images(a: dict[str, Any]) -> str:
-    want = a.get("checkout_revision")
-    for image in a["revisioned_images"]:
-        got = sh("docker", "image", "inspect", "-f", f'{{{{index .Config.Labels "{REVISION_LABEL}"}}}}', image).stdout.strip()
+def check_fresh_images(a: PreflightHostInputs) -> str:
+    want = a.checkout_revision
+    for image in a.revisioned_images:
+        got = sh("docker", "image", "inspect", "-f", f'{{{{index .Config.Labels "{contract.REVISION_LABEL}"}}}}',
+                 image).stdout.strip()
         if want and got != want:
             raise AssertionError(f"{image} is stale: built from checkout revision {got or 'unknown'}, the checkout is at {want}")
     return f"router and board images built from {want or 'an unversioned checkout'}"
 
 
-def check_state(a: dict[str, Any]) -> str:
-    run = Path(a["run_dir"])
+def check_state(a: PreflightHostInputs) -> str:
+    run = Path(a.run_dir)
     leftovers = [p.name for p in run.iterdir() if p.name not in ("receipts",)] if run.exists() else []
     if leftovers:
         raise AssertionError(f"{run} already holds output ({', '.join(sorted(leftovers)[:5])}); preserve it and start a new run id")
-    left = sh("docker", "ps", "-aq", "--filter", f"label=agensh.profile={a['profile']}").stdout.split()
+    left = sh("docker", "ps", "-aq", "--filter", contract.profile_filter(a.profile)).stdout.split()
     if left:
-        raise AssertionError(f"{len(left)} containers labelled agensh.profile={a['profile']} exist; run `make down` or destroy first")
+        raise AssertionError(f"{len(left)} containers of profile {a.profile} exist; run `make down` or destroy first")
     return "no leftover output or containers"
 
 
-def check_subnets(a: dict[str, Any]) -> str:
-    ours = [ipaddress.ip_network(s) for s in a["subnets"]]
-    own_names = set(a["networks"])
+def check_subnets(a: PreflightHostInputs) -> str:
+    ours = [ipaddress.ip_network(s) for s in a.subnets]
+    own_names = set(a.networks)
     for line in sh("ip", "-4", "route").stdout.splitlines():
         words = line.split()
         dest, dev = words[0], words[words.index("dev") + 1] if "dev" in words else ""
@@ -111,9 +114,9 @@ def check_subnets(a: dict[str, Any]) -> str:
     return f"subnets {', '.join(map(str, ours))} are free"
 
 
-def check_ports(a: dict[str, Any]) -> str:
+def check_ports(a: PreflightHostInputs) -> str:
     taken = []
-    for port in a["ports"]:
+    for port in a.ports:
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
@@ -121,46 +124,58 @@ def check_ports(a: dict[str, Any]) -> str:
                 taken.append(port)
     if taken:
         raise AssertionError(f"ports in use on 127.0.0.1: {taken}")
-    return f"{len(a['ports'])} operator ports free"
+    return f"{len(a.ports)} operator ports free"
 
 
-def check_model(a: dict[str, Any], token: str) -> str:
-    body = {"model": a["model"], "input": "agensh preflight: reply with one word.", "reasoning": {"effort": a["effort"]}}
+def check_limits(a: PreflightHostInputs) -> str:
+    """The team limits as rendered, by the same rule the profile and the policy pack apply."""
+    problems = contract.team_limit_problems(**a.limits)
+    if problems:
+        raise AssertionError("; ".join(f"{key}: {msg}" for key, msg in problems))
+    return f"team limits hold for {a.limits['workers']} workers"
+
+
+def check_model(a: PreflightModelInputs, token: str) -> str:
+    body = {"model": a.model, "input": "agensh preflight: reply with one word.", "reasoning": {"effort": a.effort}}
     try:
-        status, _, _ = request("POST", f"{a['proxy_url'].rstrip('/')}/v1/responses", body, token=token, attempts=10)
+        status, _, _ = request("POST", f"{a.proxy_url.rstrip('/')}/v1/responses", body, token=token, attempts=10)
     except HTTPFailure as err:
         raise AssertionError(f"model request through the egress proxy failed: {err}") from None
-    return f"model {a['model']} answered through the egress proxy (HTTP {status})"
+    return f"model {a.model} answered through the egress proxy (HTTP {status})"
 
 
-HOST_CHECKS: dict[str, Callable[[dict[str, Any]], str]] = {
+HOST_CHECKS: dict[str, Callable[[PreflightHostInputs], str]] = {
     "docker": check_docker, "host-units": check_host_units, "images": check_images, "workers": check_workers,
     "fresh-images": check_fresh_images, "state": check_state, "subnets": check_subnets, "ports": check_ports,
+    "limits": check_limits,
 }
 
 
-def run_checks(checks: dict[str, Callable[[], str]]) -> dict[str, Any]:
+def run_checks(checks: dict[str, Callable[[], str]]) -> PreflightResult:
+    """Every check runs; all failures are reported at once."""
     results, failed = {}, []
     for name, fn in checks.items():
         try:
-            results[name] = {"ok": True, "detail": fn()}
+            results[name] = Check(ok=True, detail=fn())
         except AssertionError as err:
-            results[name] = {"ok": False, "detail": str(err)}
+            results[name] = Check(ok=False, detail=str(err))
             failed.append(f"{name}: {err}")
     if failed:
-        raise StepFailed("preflight failed:\n  " + "\n  ".join(failed), checks=results)
-    return {"checks": results}
+        raise StepFailed("preflight failed:\n  " + "\n  ".join(failed),
+                         checks={k: v.model_dump() for k, v in results.items()})
+    return PreflightResult(checks=results)
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
     phase = (argv if argv is not None else sys.argv[1:])[0]
-    a = json.loads(env["AGENSH_INPUT"])
     if phase == "host":
+        a = load_inputs(PreflightHostInputs, env)
         body = lambda: run_checks({n: (lambda f=f: f(a)) for n, f in HOST_CHECKS.items()})  # noqa: E731
-    else:
-        token = env.get("AGENSH_PROXY_TOKEN", "")
-        body = lambda: run_checks({"model": lambda: check_model(a, token)})  # noqa: E731
-    return run_step(f"preflight-{phase}", Path(a["run_dir"]), None, a, body)
+        return run_step("preflight-host", RunDir(Path(a.run_dir)), None, a, body)
+    m = load_inputs(PreflightModelInputs, env)
+    token = env.get("AGENSH_PROXY_TOKEN", "")
+    return run_step("preflight-model", RunDir(Path(m.run_dir)), None, m,
+                    lambda: run_checks({"model": lambda: check_model(m, token)}))
 
 
 if __name__ == "__main__":

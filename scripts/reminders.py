@@ -11,34 +11,36 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
-from scripts.kickoff import iso, post_to_team, wait_until
-from scripts.records import RunDir, StepFailed, read_json, step_main
+from components.records import KickoffResult, RemindersResult, result_of
+from components.rundir import RunDir
+from components.step_inputs import RemindersInputs
+from scripts.chat import post_to_team
+from scripts.step import StepFailed, iso, step_main, wait_until
 
 
-def reminders(a: dict[str, Any], password: str) -> dict[str, Any]:
-    rd = RunDir(Path(a["run_dir"]))
-    kickoff = read_json(rd.receipt_path("kickoff", a["task_id"]))
-    if not kickoff or kickoff.get("status") != "ok":
+def reminders(a: RemindersInputs, password: str) -> RemindersResult:
+    kickoff = result_of(RunDir(Path(a.run_dir)), "kickoff", a.task_id, KickoffResult)
+    if kickoff is None:
         raise StepFailed("no kickoff receipt: the task never started")
-    deadline = kickoff["deadline_epoch"]
+    deadline = kickoff.deadline_epoch
     posted, skipped = [], []
-    for minutes in sorted(a["minutes"], reverse=True):
+    for minutes in sorted(a.minutes, reverse=True):
         at = deadline - 60 * minutes
         if at < time.time():
             skipped.append(minutes)
             continue
         wait_until(at, f"reminder ({minutes} min left)")
-        post_to_team(a["mattermost_url"], a["mattermost_user"], password,
-                     f"Reminder: {minutes} minutes left for {a['task_id']} (deadline {iso(deadline)}). "
+        post_to_team(a.mattermost_url, a.mattermost_user, password,
+                     f"Reminder: {minutes} minutes left for {a.task_id} (deadline {iso(deadline)}). "
                      "Commit and merge your work.")
         posted.append(minutes)
-    return {"posted": posted, "skipped": skipped, "deadline": iso(deadline)}
+    return RemindersResult(posted=posted, skipped=skipped, deadline=iso(deadline))
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main("reminders", env, reminders, "AGENSH_MATTERMOST_PASSWORD")
+    return step_main("reminders", RemindersInputs, env, reminders, "AGENSH_MATTERMOST_PASSWORD")
 
 
 if __name__ == "__main__":

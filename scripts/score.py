@@ -17,7 +17,10 @@ from programbench.constants import TASKS_DIR
 from programbench.submission import score_instance
 from programbench.utils.load_data import load_all_instances
 
-from scripts.records import EXPORT_FAILED, RunDir, StepFailed, read_json, run_step, write_atomic
+from components.records import ExportResult, IndexRow, Score, ShutdownResult, result_of
+from components.rundir import EXPORT_FAILED, RunDir
+from components.step_inputs import ScoreInputs
+from scripts.step import StepFailed, append_result, file_digest, load_inputs, now, run_step, write_atomic
 
 COMPILE_STEP = "compile"
 
@@ -31,9 +34,9 @@ def instance(task_id: str) -> dict[str, Any]:
 
 
 def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[str]:
-    export = read_json(rd.receipt_path("export", task_id)) or {}
-    recovered = export.get("status") == "ok" and export.get("recovered_from")
+    export = result_of(rd, "export", task_id, ExportResult)
     # an export recovered from the preserved repository (REQUIREMENTS 35) is a complete submission
+    recovered = export is not None and export.recovered_from is not None
     out = [f"{m} marker present" for m in rd.markers(task_id) if not (m == EXPORT_FAILED and recovered)]
     if data is None:
         return out + ["no eval JSON: the task was not evaluated"]
@@ -43,34 +46,32 @@ def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[s
         out.append(f"{what}: error_code={data['error_code']}" + (f" ({data.get('error_details')})" if data.get("error_details") else ""))
     if data.get("test_branch_errors"):
         out.append(f"test_branch_errors: {json.dumps(data['test_branch_errors'], sort_keys=True)}")
-    shutdown = read_json(rd.receipt_path("shutdown", task_id))
-    if shutdown and not shutdown.get("archives_complete", True):
+    shutdown = result_of(rd, "shutdown", task_id, ShutdownResult)
+    if shutdown is not None and not shutdown.archives_complete:
         out.append("shutdown archives incomplete")
     return out
 
 
-def score(run_dir: Path, task_id: str) -> dict[str, Any]:
-    rd = RunDir(run_dir)
-    eval_json = rd.task(task_id) / f"{task_id}.eval.json"
-    data = read_json(eval_json)
+def score(rd: RunDir, task_id: str) -> Score:
+    eval_json = rd.eval_json(task_id)
+    data = json.loads(eval_json.read_text()) if eval_json.exists() else None
     problems = problems_of(rd, task_id, data)
     raw = score_instance(eval_json, instance(task_id)) if data is not None and not data.get("error_code") else None
-    export = read_json(rd.receipt_path("export", task_id)) or {}
-    result = {"task_id": task_id, "score": raw if not problems else None, "raw_score": raw,
-              "complete": not problems, "problems": problems, "eval_json": str(eval_json),
-              "export_recovered_from": export.get("recovered_from")}
-    write_atomic(rd.task(task_id) / "score.json", result)
-    rd.append_result({"task_id": task_id, "status": "scored" if not problems else "incomplete", "score": result["score"],
-                      "problems": problems})
+    export = result_of(rd, "export", task_id, ExportResult)
+    result = Score(task_id=task_id, score=raw if not problems else None, raw_score=raw, complete=not problems,
+                   problems=problems, eval_json=str(eval_json),
+                   export_recovered_from=export.recovered_from if export else None)
+    write_atomic(rd.score(task_id), result)
+    append_result(rd, IndexRow(at=now(), task_id=task_id, status="scored" if not problems else "incomplete",
+                               score=result.score, problems=problems))
     return result
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    args = json.loads(env["AGENSH_INPUT"])
-    run_dir, task_id = Path(args["run_dir"]), args["task_id"]
-    eval_json = RunDir(run_dir).task(task_id) / f"{task_id}.eval.json"
-    inputs = {**args, "eval_mtime": eval_json.stat().st_mtime if eval_json.exists() else None}
-    return run_step("score", run_dir, task_id, inputs, lambda: score(run_dir, task_id))
+    a = load_inputs(ScoreInputs, env)
+    rd = RunDir(Path(a.run_dir))
+    return run_step("score", rd, a.task_id, a, lambda: score(rd, a.task_id),
+                    extra_digest={"eval": file_digest(rd.eval_json(a.task_id))})
 
 
 if __name__ == "__main__":

@@ -11,13 +11,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
+from components import contract
+from components.records import SeedResult
+from components.rundir import RUN_FAILED
+from components.step_inputs import SeedInputs
 from scripts.gitops import git, with_user
 from scripts.http import request
-from scripts.records import RUN_FAILED, StepFailed, progress, step_main
+from scripts.step import StepFailed, progress, step_main
 
-from components.services import TEAM_ORG as ORG
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
 
 
@@ -34,48 +37,46 @@ def workspace_from_image(image: str, dest: Path) -> list[str]:
     return sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
 
 
-WORKER_UID = 10000
-
-
 def archive_dirs(paths: list[str]) -> None:
-    """Workers (uid 10000) seal their archives into these host directories at shutdown."""
+    """Workers (the contract's worker uid) seal their archives into these host directories at shutdown."""
     for path in paths:
         Path(path).mkdir(parents=True, exist_ok=True)
-        os.chown(path, WORKER_UID, WORKER_UID)
+        os.chown(path, contract.WORKER_UID, contract.WORKER_UID)
 
 
-def seed(a: dict[str, Any], password: str) -> dict[str, Any]:
-    archive_dirs(a.get("archive_dirs", []))
-    gitea, user, repo = a["gitea_url"].rstrip("/"), a["gitea_user"], a["repo"].split("/")[-1]
+def seed(a: SeedInputs, password: str) -> SeedResult:
+    archive_dirs(a.archive_dirs)
+    gitea, user, repo = a.gitea_url.rstrip("/"), a.gitea_user, a.repo.split("/")[-1]
+    org = contract.TEAM_ORG
     auth = (user, password)
-    progress(f"seed: creating {ORG}/{repo} in {gitea}")
-    request("POST", f"{gitea}/api/v1/orgs", {"username": ORG}, auth=auth, ok=(409, 422))
-    request("POST", f"{gitea}/api/v1/orgs/{ORG}/repos", {"name": repo, "default_branch": "main", "auto_init": False},
+    progress(f"seed: creating {org}/{repo} in {gitea}")
+    request("POST", f"{gitea}/api/v1/orgs", {"username": org}, auth=auth, ok=(409, 422))
+    request("POST", f"{gitea}/api/v1/orgs/{org}/repos", {"name": repo, "default_branch": "main", "auto_init": False},
             auth=auth, ok=(409,))
-    remote = with_user(f"{gitea}/{ORG}/{repo}.git", user)
+    remote = with_user(f"{gitea}/{org}/{repo}.git", user)
     heads = git("ls-remote", remote, "refs/heads/main", password=password)
     if heads:
-        return {"repo": f"{ORG}/{repo}", "commit": heads.split()[0], "seeded": "already"}
+        return SeedResult(repo=f"{org}/{repo}", commit=heads.split()[0], seeded="already")
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
-        files = workspace_from_image(a["cleanroom_image"], ws)
-        progress(f"seed: pushing {len(files)} files from {a['cleanroom_image']}")
+        files = workspace_from_image(a.cleanroom_image, ws)
+        progress(f"seed: pushing {len(files)} files from {a.cleanroom_image}")
         git("init", "-q", "-b", "main", cwd=ws)
         git("add", "-A", cwd=ws)
-        git("commit", "-q", "--allow-empty", "-m", f"Task {a['task_id']}: starting workspace", cwd=ws)
+        git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace", cwd=ws)
         git("push", "-q", remote, "main", cwd=ws, password=password)
         commit = git("rev-parse", "HEAD", cwd=ws)
-    return {"repo": f"{ORG}/{repo}", "commit": commit, "seeded": "now", "files": files}
+    return SeedResult(repo=f"{org}/{repo}", commit=commit, seeded="now", files=files)
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    def body(a: dict[str, Any], password: str) -> dict[str, Any]:
+    def body(a: SeedInputs, password: str) -> SeedResult:
         try:
             return seed(a, password)
         except (RuntimeError, subprocess.CalledProcessError) as err:
             raise StepFailed(str(err)) from None
 
-    return step_main("seed", env, body, "AGENSH_GITEA_PASSWORD", RUN_FAILED)
+    return step_main("seed", SeedInputs, env, body, "AGENSH_GITEA_PASSWORD", RUN_FAILED)
 
 
 if __name__ == "__main__":

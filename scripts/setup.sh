@@ -54,56 +54,16 @@ plugins_ok() {  # the pulumi on PATH has both resource plugins at the pinned ver
 
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
 
-# build_go OUT MAINPKG LDFLAGS TAGS REQUIRE... : build a main package from a throwaway wrapper module.
-build_go() {
-  local out="$1" pkg="$2" ldflags="$3" tags="$4"; shift 4
-  local dir; dir="$(mktemp -d "$AGENSH_CACHE/build.XXXXXX")"
-  (
-    cd "$dir"
-    go mod init agensh.local/build >/dev/null 2>&1
-    printf '//go:build tools\npackage tools\nimport _ "%s"\n' "$pkg" >tools.go
-    local r; for r in "$@"; do
-      case "$r" in
-        replace:*) go mod edit -replace "${r#replace:}" ;;
-        *) go mod edit -require "$r" ;;
-      esac
-    done
-    GOFLAGS=-mod=mod go mod tidy >tidy.log 2>&1 || { cat tidy.log >&2; exit 1; }
-    go build -tags "$tags" -ldflags "-s -w $ldflags" -o "$out" "$pkg"
-  ) || { echo "    build of $pkg failed; build directory kept: $dir" >&2; return 1; }
-  rm -rf "$dir"
-}
-
+# The CLI from the Go module proxy, the official language host and providers from the vendored upstream sources
+# (toolchain/build.sh), registered as plugins of the toolchain's own PULUMI_HOME.
 build_toolchain() {
-  command -v go >/dev/null || die "Go is needed to build the Pulumi toolchain here. Install Go 1.24+ (https://go.dev/dl) or the official Pulumi CLI (https://www.pulumi.com/docs/install/) and its docker $PULUMI_DOCKER_VERSION and command $PULUMI_COMMAND_VERSION plugins, then re-run."
-  local tc="$AGENSH_TOOLCHAIN" bin="$AGENSH_TOOLCHAIN/bin" plugins="$AGENSH_TOOLCHAIN/plugins" sdkdir v="$PULUMI_CLI_VERSION"
-  mkdir -p "$bin" "$plugins" "$AGENSH_CACHE"
-  if [ ! -x "$bin/pulumi" ]; then
-    echo "    building the pulumi CLI v$v from github.com/pulumi/pulumi/pkg/v3 (cold: several minutes)"
-    build_go "$bin/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
-      "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$v" "" \
-      "github.com/pulumi/pulumi/pkg/v3@v$v" "github.com/pulumi/pulumi/sdk/v3@v$v" \
-      "replace:github.com/atotto/clipboard=$CLIPBOARD_REPLACEMENT"
-    mv "$bin/pulumi.tmp" "$bin/pulumi"
-  fi
-  echo "    building pulumi-language-python (toolchain/langhost)"
-  build_local "$bin/pulumi-language-python" langhost "-X main.version=$v"
-  sdkdir="$(GOFLAGS=-mod=mod go mod download -json "github.com/pulumi/pulumi/sdk/v3@v$v" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
-  install -m 755 "$sdkdir/python/cmd/pulumi-language-python-exec" "$sdkdir/python/dist/pulumi-resource-pulumi-python" "$bin/"
-  echo "    building the command provider v$PULUMI_COMMAND_VERSION (toolchain/command-provider)"
-  build_local "$plugins/pulumi-resource-command" command-provider "-X main.version=$PULUMI_COMMAND_VERSION"
-  echo "    building the docker provider v$PULUMI_DOCKER_VERSION (toolchain/docker-provider)"
-  bash "$ROOT/toolchain/docker-provider/build.sh" "$plugins/pulumi-resource-docker"
-  export PATH="$bin:$PATH" PULUMI_HOME="$tc/home"
-  pulumi plugin install resource command "$PULUMI_COMMAND_VERSION" --file "$plugins/pulumi-resource-command" >/dev/null
-  pulumi plugin install resource docker "$PULUMI_DOCKER_VERSION" --file "$plugins/pulumi-resource-docker" >/dev/null
+  local tc="$AGENSH_TOOLCHAIN"
+  bash "$ROOT/toolchain/build.sh" "$tc"
+  export PATH="$tc/bin:$PATH" PULUMI_HOME="$tc/home"
+  pulumi plugin install resource command "$PULUMI_COMMAND_VERSION" --file "$tc/plugins/pulumi-resource-command" >/dev/null
+  pulumi plugin install resource docker "$PULUMI_DOCKER_VERSION" --file "$tc/plugins/pulumi-resource-docker" >/dev/null
   plugins_ok || die "plugins registered but not listed by 'pulumi plugin ls'"
   touch "$tc/.complete"
-}
-
-# build_local OUT DIR LDFLAGS: build one of the project's own Go programs in toolchain/DIR.
-build_local() {
-  (cd "$ROOT/toolchain/$2" && go build -trimpath -ldflags "-s -w $3" -o "$1" .)
 }
 
 toolchain() {

@@ -8,15 +8,20 @@ step refuse a complete score and keeps cleanup from deleting anything.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Literal, Mapping
 
-from scripts.records import progress, run_step
+from components.records import ShutdownResult
+from components.rundir import RunDir
+from components.step_inputs import ShutdownInputs
+from scripts.step import load_inputs, progress, run_step
+
+ArchiveState = Literal["ok", "missing", "corrupt"]
+ROUTER_GRACE_S = 10
 
 
 def stop(names: list[str], grace_s: int) -> None:
@@ -24,7 +29,7 @@ def stop(names: list[str], grace_s: int) -> None:
         subprocess.run(["docker", "stop", "-t", str(grace_s), *names], capture_output=True, text=True)
 
 
-def verify(archive_dir: Path) -> str:
+def verify(archive_dir: Path) -> ArchiveState:
     archive = archive_dir / "state.tar.gz"
     if not archive.exists():
         return "missing"
@@ -36,18 +41,20 @@ def verify(archive_dir: Path) -> str:
     return "ok"
 
 
-def shutdown(a: dict[str, Any]) -> dict[str, Any]:
-    workers: dict[str, str] = a["workers"]  # container name -> archive directory
-    progress(f"shutdown: {len(workers)} workers get up to {a['grace_s']} s to seal their archives")
-    stop(list(workers), a["grace_s"])
-    archives = {name: verify(Path(d)) for name, d in workers.items()}
-    stop(a["routers"], 10)
-    return {"archives": archives, "archives_complete": all(v == "ok" for v in archives.values())}
+def shutdown(a: ShutdownInputs) -> ShutdownResult:
+    progress(f"shutdown: {len(a.workers)} workers get up to {a.grace_s} s to seal their archives")
+    stop(list(a.workers), a.grace_s)
+    archives = {name: verify(Path(d)) for name, d in a.workers.items()}
+    stop(a.routers, ROUTER_GRACE_S)
+    bad = {n: s for n, s in archives.items() if s != "ok"}
+    progress(f"shutdown: {len(archives) - len(bad)} of {len(archives)} archives verified"
+             + (f"; not: {', '.join(f'{n} ({s})' for n, s in bad.items())}" if bad else ""))
+    return ShutdownResult(archives=archives, archives_complete=not bad)
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    a = json.loads(env["AGENSH_INPUT"])
-    return run_step("shutdown", Path(a["run_dir"]), a["task_id"], a, lambda: shutdown(a))
+    a = load_inputs(ShutdownInputs, env)
+    return run_step("shutdown", RunDir(Path(a.run_dir)), a.task_id, a, lambda: shutdown(a))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from pulumi.runtime.mocks import MockMonitor
 
-from components.profile import SHARED_IMAGES, WORKER_DOCKERFILE, Profile, parse_profile
+from components.contract import SHARED_IMAGES, WORKER_DOCKERFILE
+from components.profile import Profile, parse_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_VALUES = {
@@ -39,7 +40,7 @@ class Mocks(pulumi.runtime.Mocks):
         if args.typ == "docker:index/remoteImage:RemoteImage":
             out["imageId"] = f"sha256:{abs(hash(args.name)):064x}"[:71]
         if args.typ.startswith("command:"):
-            out["stdout"] = "{}"
+            out["stdout"] = ""  # nothing ran (as in preview)
         if args.typ == "pulumi:pulumi:StackReference":
             out["outputs"] = {"provenance": {"scores": {"jgm__pandoc.5caad90": {"score": 0.75}}}}
         return f"{args.name}-id", out

@@ -39,7 +39,7 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
         run_dir = tmp_path / "data" / profile / "20261129t000000z"
         score = json.loads((run_dir / TASK / "score.json").read_text())
         assert score["score"] == 1.0 and score["complete"], score
-        stop = json.loads((run_dir / TASK / "receipts" / "shutdown.json").read_text())
+        stop = json.loads((run_dir / TASK / "receipts" / "shutdown.json").read_text())["result"]
         assert stop["archives_complete"] and stop["snapshots"] >= 1
         status = json.loads((run_dir / "status.json").read_text())
         assert [h["state"] for h in status["history"]] == ["running", "stopping", "exported"]

@@ -19,6 +19,7 @@ from scripts.sandbox import isolated_env, profile_config, project_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
+SLUG = "testorg-calculator-abc1234"
 
 
 def labelled(profile: str) -> dict[str, list[str]]:
@@ -48,6 +49,7 @@ def demo(tmp_path: Path, pulumi_engine: str):
     run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",
         "--set", "host_units=off")
     yield proj, profile, env, run, tmp_path / "data" / profile
+    subprocess.run(["pkill", "-f", str(proj)], capture_output=True)  # step programs left by the killed `up`
     run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
     run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
     left = labelled(profile)
@@ -60,6 +62,16 @@ def demo(tmp_path: Path, pulumi_engine: str):
 def test_demo_resumes_scores_and_cleans_up(demo):
     proj, profile, env, run, data = demo
     policy = ["--policy-pack", "policies", "--policy-pack-config", "policies/demo.json"]
+
+    def steps_in_state() -> dict[str, tuple[str, str]]:
+        """Each step resource in the stack's state, by step name: (its id, when the engine created it)."""
+        state = json.loads(run("pulumi", "stack", "export", "--non-interactive", "-s", profile).stdout)
+        steps = {}
+        for r in state["deployment"].get("resources") or []:
+            if r["type"] == "command:local:Command" and "-" in r["urn"]:
+                name = r["urn"].rsplit("::", 1)[1].removeprefix("experiment-").removeprefix(f"{SLUG}-")
+                steps[name] = (r.get("id"), r.get("created"))
+        return steps
     preview = run("pulumi", "preview", "--non-interactive", "-s", profile, *policy)
     assert "agensh@v0.0.1" in preview.stdout and "mandatory" not in preview.stdout
 
@@ -77,18 +89,21 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     assert first.poll() is None and not (run_dir / TASK / "submission.tar.gz").exists()
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    kicked = json.loads(kickoff.read_text())
+    kicked = json.loads(kickoff.read_text())["result"]
+    done = steps_in_state()
+    assert {"seed", "kickoff", "preflight-host", "manifest-start"} <= set(done), done
 
-    # The next up resumes (after `pulumi cancel` drops the killed run's lock): completed steps stay done, the
-    # export waits only for what remains.
+    # The next up resumes (after `pulumi cancel` drops the killed run's lock): completed steps stay done (the engine
+    # does not create them again), the export waits only for what remains.
     run("pulumi", "cancel", "--yes", "--non-interactive", "-s", profile)
-    second = run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, *policy)
-    assert json.loads(kickoff.read_text()) == kicked  # kickoff did not run again (its receipt is untouched)
+    run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, *policy)
+    after = steps_in_state()
     for step in ("seed", "kickoff", "preflight-host", "manifest-start"):
-        assert not any(f"{step} creating" in line for line in second.stdout.splitlines()), step
+        assert after[step] == done[step], step  # the same resource, never created again
+    assert json.loads(kickoff.read_text())["result"] == kicked
     score = json.loads((run_dir / TASK / "score.json").read_text())
     assert score["score"] == 1.0 and score["complete"], score
-    export = json.loads((run_dir / TASK / "receipts" / "export.json").read_text())
+    export = json.loads((run_dir / TASK / "receipts" / "export.json").read_text())["result"]
     assert export["exported_at"] >= kicked["deadline"]
     outputs = json.loads(run("pulumi", "stack", "output", "--json", "--non-interactive", "-s", profile).stdout)
     assert outputs["provenance"]["scores"][TASK]["score"] == 1.0

@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 GUARD = "/etc/systemd/system/pbench-reboot-guard.service"
 SLICE = "/etc/systemd/system/pbench.slice"
+STATE = "/var/lib/agensh/host-units.hostunits-test.json"
 
 
 def docker(*args: str, check: bool = True) -> str:
@@ -91,6 +92,9 @@ def test_install_reinstall_dry_run_remove(stack):
     assert receipt["slice_memory_max"] not in ("infinity", "unknown", "")
     assert host_exec(host, "systemctl", "is-enabled", "pbench-reboot-guard.service") == "enabled"
     assert "MemoryMax=80%" in host_exec(host, "cat", SLICE)
+    # the settings reached the script on stdin: the host's sshd accepts no such environment (no AcceptEnv for them)
+    assert "SLICE_MEMORY_PERCENT" not in host_exec(host, "sh", "-c", "sshd -T | grep -i acceptenv")
+    assert json.loads(host_exec(host, "cat", STATE)) == receipt  # what this owner installed, kept for removal
 
     again = pulumi("up", "--yes", "--expect-no-changes")
     assert "unchanged" in again
@@ -113,7 +117,7 @@ def test_install_reinstall_dry_run_remove(stack):
         docker("rm", "-f", *made, check=False)
 
     pulumi("destroy", "--yes", "--skip-preview")
-    for unit in (GUARD, SLICE):
+    for unit in (GUARD, SLICE, STATE):
         assert host_exec(host, "sh", "-c", f"test -e {unit} && echo present || echo absent") == "absent"
 
 

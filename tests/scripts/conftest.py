@@ -25,3 +25,15 @@ def project(tmp_path: Path, pulumi_cli: str, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("LLM_UPSTREAM", "https://gateway.example")
     monkeypatch.setenv("LLM_UPSTREAM_TOKEN", "tok-" + "x" * 20)
     return proj
+
+
+def kicked_off(run_dir: Path, task: str, deadline_epoch: float) -> None:
+    """A kickoff receipt as the kickoff step writes it, for steps that wait for the deadline it records."""
+    from components.records import KickoffResult, Receipt
+    from components.rundir import RunDir
+    from scripts.step import iso, now, write_atomic
+
+    result = KickoffResult(ramp_start=iso(deadline_epoch - 60), ramp_start_epoch=deadline_epoch - 60, kickoff_at=now(),
+                           deadline=iso(deadline_epoch), deadline_epoch=deadline_epoch, post_id="p")
+    write_atomic(RunDir(run_dir).receipt("kickoff", task), Receipt[KickoffResult](
+        step="kickoff", task_id=task, inputs_digest="test", started=now(), finished=now(), status="ok", result=result))

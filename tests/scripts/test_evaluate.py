@@ -28,14 +28,18 @@ def cleanroom(docker_engine: None, tmp_path_factory: pytest.TempPathFactory):
     assert not left.stdout.strip(), "evaluation containers left behind"
 
 
+def eval_args(run: Path, org: str, blobs: Path, addopts: str, attempt: int = 1) -> dict:
+    return {"run_dir": str(run), "task_id": TASK, "docker_org": org, "blob_dir": str(blobs), "pytest_addopts": addopts,
+            "memory_gib": 2, "profile": org, "docker_cpus": None, "attempt": attempt}
+
+
 def run_eval(tmp_path: Path, org: str, blobs: Path, files: dict[str, str], addopts: str = "--rootdir=eval") -> dict:
     run = tmp_path / "run"
     calculator.submission(files, run / TASK / "submission.tar.gz")
-    args = {"run_dir": str(run), "task_id": TASK, "docker_org": org, "blob_dir": str(blobs), "pytest_addopts": addopts,
-            "memory_gib": 2, "profile": org}
-    evaluate.main({"AGENSH_INPUT": json.dumps(args)})
+    evaluate.main({"AGENSH_INPUT": json.dumps(eval_args(run, org, blobs, addopts))})
     receipt = json.loads((run / TASK / "receipts" / "evaluate.json").read_text())
-    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": TASK})}) == 0
+    receipt = {**receipt, **(receipt["result"] or {})}
+    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": TASK, "attempt": 1})}) == 0
     return {"receipt": receipt, "score": json.loads((run / TASK / "score.json").read_text()), "run": run}
 
 
@@ -70,7 +74,6 @@ def test_reevaluation_keeps_the_original(cleanroom, tmp_path: Path):
     out = run_eval(tmp_path, *cleanroom, calculator.SOLUTION)
     task_dir = out["run"] / TASK
     original = (task_dir / f"{TASK}.eval.json").read_bytes()
-    args = {"run_dir": str(out["run"]), "task_id": TASK, "docker_org": cleanroom[0], "blob_dir": str(cleanroom[1]),
-            "pytest_addopts": "--rootdir=eval", "memory_gib": 2, "profile": cleanroom[0], "attempt": 2}
+    args = eval_args(out["run"], cleanroom[0], cleanroom[1], "--rootdir=eval", attempt=2)
     assert evaluate.main({"AGENSH_INPUT": json.dumps(args)}) == 0
     assert (task_dir / f"{TASK}.eval.1.json").read_bytes() == original

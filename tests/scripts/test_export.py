@@ -14,7 +14,7 @@ import programbench
 
 from scripts import export, score
 from scripts.gitops import git
-from scripts.records import write_atomic
+from tests.scripts.conftest import kicked_off
 
 TASK = "testorg__calculator.abc1234"
 BUNDLED = Path(programbench.__file__).parent / "data" / "test_runs" / "correct" / TASK / f"{TASK}.eval.json"
@@ -37,7 +37,7 @@ def preserved_repo(root: Path) -> Path:
 
 def args(tmp_path: Path, repositories: str | None) -> dict:
     run = tmp_path / "run"
-    write_atomic(run / TASK / "receipts" / "kickoff.json", {"status": "ok", "deadline_epoch": time.time() - 1})
+    kicked_off(run, TASK, time.time() - 1)
     return {"run_dir": str(run), "task_id": TASK, "gitea_url": "http://127.0.0.1:9", "gitea_user": "pbench-admin",
             "repo": "team/calc", "gitea_repositories": repositories}
 
@@ -46,12 +46,13 @@ def test_unreachable_gitea_recovers_from_preserved_data(tmp_path: Path):
     a = args(tmp_path, str(preserved_repo(tmp_path)))
     assert export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": "pw"}) == 0
     task_dir = tmp_path / "run" / TASK
-    receipt = json.loads((task_dir / "receipts" / "export.json").read_text())
+    receipt = json.loads((task_dir / "receipts" / "export.json").read_text())["result"]
     assert receipt["recovered_from"].endswith("team/calc.git") and (task_dir / "EXPORT_FAILED").exists()
+    assert "Connection refused" in (task_dir / "EXPORT_FAILED").read_text() or "failed" in (task_dir / "EXPORT_FAILED").read_text()
     with tarfile.open(task_dir / "submission.tar.gz") as tar:
         assert tar.getnames() == ["compile.sh"]  # committed HEAD only
     shutil.copy(BUNDLED, task_dir / f"{TASK}.eval.json")
-    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": a["run_dir"], "task_id": TASK})}) == 0
+    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": a["run_dir"], "task_id": TASK, "attempt": 1})}) == 0
     s = json.loads((task_dir / "score.json").read_text())
     assert s["complete"] and s["score"] == 0.5 and s["export_recovered_from"] == receipt["recovered_from"]
 

@@ -37,14 +37,17 @@ def images(docker_engine: None):
 def inputs(tmp_path: Path, run: str, **over) -> dict:
     a = {"run_dir": str(tmp_path / "run"), "profile": f"t-{run}", "host_units": "off", "host_units_receipt": "",
          "images": [BASE_IMAGE], "worker_images": [], "revisioned_images": [], "checkout_revision": None,
-         "subnets": ["10.253.251.0/24"], "networks": [], "ports": []}
+         "subnets": ["10.253.251.0/24"], "networks": [], "ports": [],
+         "limits": {"workers": 8, "routers": 8, "administrators": 2, "mm_max_users": 200, "mysql_max_connections": 1000,
+                    "platform_connections": 100}}
     a.update(over)
     return a
 
 
 def checks(tmp_path: Path, a: dict) -> tuple[int, dict]:
     rc = preflight.main(["host"], {"AGENSH_INPUT": json.dumps(a)})
-    return rc, json.loads((Path(a["run_dir"]) / "receipts" / "preflight-host.json").read_text())
+    receipt = json.loads((Path(a["run_dir"]) / "receipts" / "preflight-host.json").read_text())
+    return rc, {**receipt, **(receipt["result"] or receipt["details"])}
 
 
 def test_preflight_passes_on_a_clean_host(images, tmp_path: Path):
@@ -66,14 +69,17 @@ def test_preflight_reports_every_failure(images, tmp_path: Path):
     try:
         a = inputs(tmp_path, run, images=[good, "agensh-test-absent:nope"], worker_images=[bad],
                    subnets=["10.253.252.0/25"], ports=[busy], host_units="local",
-                   host_units_receipt=json.dumps({"guard": "installed", "slice_memory_max": "infinity"}))
+                   host_units_receipt=json.dumps({"guard": "installed", "slice_memory_max": "infinity"}),
+                   limits={"workers": 300, "routers": 300, "administrators": 2, "mm_max_users": 200,
+                           "mysql_max_connections": 1000, "platform_connections": 100})
         rc, receipt = checks(tmp_path, a)
     finally:
         holder.close()
         docker("network", "rm", net, check=False)
     assert rc == 1 and receipt["status"] == "failed"
     failed = {name for name, c in receipt["checks"].items() if not c["ok"]}
-    assert failed == {"host-units", "images", "workers", "state", "subnets", "ports"}
+    assert failed == {"host-units", "images", "workers", "state", "subnets", "ports", "limits"}
+    assert "200 must exceed 300 workers" in receipt["checks"]["limits"]["detail"]
     assert "agensh-test-absent:nope" in receipt["checks"]["images"]["detail"]
     assert "mode 0111" in receipt["checks"]["workers"]["detail"]
     assert net in receipt["checks"]["subnets"]["detail"]
@@ -98,7 +104,7 @@ def test_shutdown_verifies_archives(images, tmp_path: Path):
         names.append(router)
         a = {"run_dir": str(tmp_path / "run"), "task_id": "t", "grace_s": 3, "workers": dirs, "routers": [router]}
         assert shutdown.main({"AGENSH_INPUT": json.dumps(a)}) == 0
-        receipt = json.loads((tmp_path / "run" / "t" / "receipts" / "shutdown.json").read_text())
+        receipt = json.loads((tmp_path / "run" / "t" / "receipts" / "shutdown.json").read_text())["result"]
         assert receipt["archives"] == {names[0]: "ok", names[1]: "missing"} and receipt["archives_complete"] is False
         assert docker("inspect", "-f", "{{.State.Running}}", router) == "false"
     finally:

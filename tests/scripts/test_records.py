@@ -5,57 +5,96 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import sys
 from pathlib import Path
 
 import pytest
 
+from components.records import IndexRow, KickoffResult, Record, read_index, read_receipt, result_of
+from components.rundir import RunDir
+from components.step_inputs import TaskInputs
 from scripts import manifest
-from scripts.records import RunDir, StepFailed, read_index, run_step
+from scripts.step import StepFailed, append_result, now, run_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+class Value(Record):
+    value: int
+
+
+def row(task: str, status: str, score: float | None) -> IndexRow:
+    return IndexRow(at=now(), task_id=task, status=status, score=score)
+
+
+def inputs(tmp_path: Path, task: str = "t") -> TaskInputs:
+    return TaskInputs(run_dir=str(tmp_path), task_id=task)
+
+
 def test_index_survives_a_crash_between_rows(tmp_path: Path):
     rd = RunDir(tmp_path)
-    code = ("import os, sys; sys.path.insert(0, %r); from pathlib import Path; from scripts.records import RunDir; rd = RunDir(Path(%r)); "
-            "rd.append_result({'task_id': 'a', 'status': 'scored', 'score': 0.5}); "
+    code = ("import os, sys; sys.path.insert(0, %r); from pathlib import Path; from components.rundir import RunDir; "
+            "from components.records import IndexRow; from scripts.step import append_result; rd = RunDir(Path(%r)); "
+            "append_result(rd, IndexRow(at='x', task_id='a', status='scored', score=0.5)); "
             "open(rd.index, 'a').write('{\"task_id\": \"b\", \"sta'); os._exit(9)") % (str(ROOT), str(tmp_path))
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
-    rd.append_result({"task_id": "a", "status": "scored", "score": 1.0})
+    append_result(rd, row("a", "scored", 1.0))
     rows = read_index(rd.index)
-    assert rows == {"a": rows["a"]} and rows["a"]["score"] == 1.0  # torn row ignored, last row wins
+    assert list(rows) == ["a"] and rows["a"].score == 1.0  # torn row ignored, last row wins
     assert len(rd.index.read_text().splitlines()) == 3  # nothing was rewritten; the torn line was closed
-    assert read_index(rd.task("a") / "result_index.jsonl")["a"]["score"] == 1.0
+    assert read_index(rd.task_index("a"))["a"].score == 1.0
 
 
 def test_receipt_makes_a_step_idempotent(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     calls = []
+    rd = RunDir(tmp_path)
 
-    def body():
+    def body() -> Value:
         calls.append(1)
-        return {"value": 42}
+        return Value(value=42)
 
-    assert run_step("demo", tmp_path, "t", {"x": 1}, body) == 0
-    first = capsys.readouterr().out
-    assert run_step("demo", tmp_path, "t", {"x": 1}, body) == 0
-    assert capsys.readouterr().out == first and len(calls) == 1
-    assert run_step("demo", tmp_path, "t", {"x": 2}, body) == 0 and len(calls) == 2  # new inputs run again
+    assert run_step("demo", rd, "t", inputs(tmp_path), body) == 0
+    first = capsys.readouterr().out.strip().splitlines()[-1]
+    written = rd.receipt("demo", "t").read_text()
+    assert json.loads(first)["result"] == {"value": 42} and json.loads(first) == json.loads(written)
+    assert run_step("demo", rd, "t", inputs(tmp_path), body) == 0  # replayed: same receipt, no work
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == json.loads(first) and len(calls) == 1
+    assert rd.receipt("demo", "t").read_text() == written
+    assert run_step("demo", rd, "t", inputs(tmp_path, "u"), body) == 0 and len(calls) == 2  # new inputs run again
+    assert run_step("demo", rd, "t", inputs(tmp_path), body, extra_digest={"file": "changed"}) == 0
+    assert len(calls) == 3  # a file another step wrote changed: the step runs again
 
 
 def test_failed_step_is_recorded_and_retried(tmp_path: Path):
-    def fails():
+    rd = RunDir(tmp_path)
+
+    def fails() -> Value:
         raise StepFailed("gateway unreachable", url="http://x")
 
-    assert run_step("demo", tmp_path, None, {}, fails) == 1
-    receipt = json.loads((tmp_path / "receipts" / "demo.json").read_text())
-    assert receipt["status"] == "failed" and receipt["url"] == "http://x"
-    assert run_step("demo", tmp_path, None, {}, lambda: {}) == 0
+    assert run_step("demo", rd, None, inputs(tmp_path), fails) == 1
+    receipt = json.loads(rd.receipt("demo").read_text())
+    assert receipt["status"] == "failed" and receipt["details"] == {"url": "http://x"} and receipt["result"] is None
+    assert run_step("demo", rd, None, inputs(tmp_path), lambda: Value(value=1)) == 0
+    assert json.loads(rd.receipt("demo").read_text())["result"] == {"value": 1}
+
+
+def test_typed_receipts_are_read_back_by_later_steps(tmp_path: Path):
+    rd = RunDir(tmp_path)
+    kicked = KickoffResult(ramp_start="a", ramp_start_epoch=1.0, kickoff_at="b", deadline="c", deadline_epoch=2.0,
+                           post_id="p")
+    assert run_step("kickoff", rd, "t", inputs(tmp_path), lambda: kicked) == 0
+    assert result_of(rd, "kickoff", "t", KickoffResult) == kicked
+    assert read_receipt(rd, "kickoff", "t").status == "ok"
+    assert result_of(rd, "kickoff", "other", KickoffResult) is None  # never ran
+    assert run_step("kickoff", rd, "u", inputs(tmp_path, "u"), lambda: (_ for _ in ()).throw(StepFailed("x"))) == 1
+    assert result_of(rd, "kickoff", "u", KickoffResult) is None  # failed
 
 
 def profile_args(tmp_path: Path, **over) -> dict:
     args = {"run_dir": str(tmp_path / "run"), "project_dir": str(ROOT), "checkout": str(tmp_path / "checkout"),
-            "profile": {"tasks": ["a__x.1", "b__y.2", "c__z.3"], "allow_dirty": False}, "profile_digest": "d"}
+            "profile": {"tasks": ["a__x.1", "b__y.2", "c__z.3"], "allow_dirty": False}, "profile_digest": "d",
+            "images": {"img:1": "sha256:1"}}
     args.update(over)
     return args
 
@@ -79,15 +118,19 @@ def test_manifest_first_then_counts_over_requested(tmp_path: Path):
     m = json.loads((tmp_path / "run" / "run_manifest.json").read_text())
     assert m["state"] == "running" and m["requested_task_ids"] == ["a__x.1", "b__y.2", "c__z.3"]
     assert m["checkout"]["dirty"] is False and m["programbench_version"] == "1.2.5"
+    assert m["images"] == {"img:1": "sha256:1"} and m["host"]["cpus"] >= 1
     rd = RunDir(tmp_path / "run")
-    rd.append_result({"task_id": "a__x.1", "status": "scored", "score": 1.0})
-    rd.append_result({"task_id": "a__x.1", "status": "scored", "score": 0.5})
-    rd.append_result({"task_id": "b__y.2", "status": "incomplete", "score": None})
+    append_result(rd, row("a__x.1", "scored", 1.0))
+    append_result(rd, row("a__x.1", "scored", 0.5))
+    append_result(rd, row("b__y.2", "incomplete", None))
     assert manifest.main(["finish"], env) == 0
     m = json.loads((tmp_path / "run" / "run_manifest.json").read_text())
     assert (m["completed"], m["failed"]) == (1, 2) and m["scores"] == {"a__x.1": 0.5}
     assert m["headline_requested"]["mean_score"] == round(0.5 / 3, 4)
     assert m["headline_benchmark"]["n_instances_total"] == 200
+    append_result(rd, row("c__z.3", "scored", 1.0))  # a later result: finishing again rewrites the counts
+    assert manifest.main(["finish"], env) == 0
+    assert json.loads((tmp_path / "run" / "run_manifest.json").read_text())["completed"] == 2
 
 
 def test_dirty_checkout_is_refused_without_the_escape(tmp_path: Path):
@@ -101,12 +144,34 @@ def test_dirty_checkout_is_refused_without_the_escape(tmp_path: Path):
 
 
 def test_failed_task_step_leaves_its_marker(tmp_path: Path):
-    def boom():
+    rd = RunDir(tmp_path)
+
+    def boom() -> Value:
         raise ConnectionError("mattermost unreachable")
 
-    assert run_step("kickoff", tmp_path, "t", {}, boom, failure_marker="RUN_FAILED") == 1
-    assert "kickoff: ConnectionError: mattermost unreachable" in (tmp_path / "t" / "RUN_FAILED").read_text()
-    assert RunDir(tmp_path).markers("t") == ["RUN_FAILED"]
-    assert json.loads((tmp_path / "t" / "receipts" / "kickoff.json").read_text())["status"] == "failed"
-    assert run_step("kickoff", tmp_path, "t", {}, lambda: {"ok": True}, failure_marker="RUN_FAILED") == 0
-    assert RunDir(tmp_path).markers("t") == []  # the successful retry withdrew its own marker
+    assert run_step("kickoff", rd, "t", inputs(tmp_path), boom, failure_marker="RUN_FAILED") == 1
+    assert "kickoff: ConnectionError: mattermost unreachable" in rd.marker("t", "RUN_FAILED").read_text()
+    assert rd.markers("t") == ["RUN_FAILED"]
+    assert json.loads(rd.receipt("kickoff", "t").read_text())["status"] == "failed"
+    assert run_step("kickoff", rd, "t", inputs(tmp_path), lambda: Value(value=1), failure_marker="RUN_FAILED") == 0
+    assert rd.markers("t") == []  # the successful retry withdrew its own marker
+
+
+def test_a_leftover_run_of_a_step_finishes_first_and_the_new_run_replays(tmp_path: Path):
+    """An `up` killed mid-step leaves its step programs running (they outlive the engine); the resumed `up`'s run
+    of the same step waits for it and then replays its receipt instead of working a second time."""
+    code = ("import sys, time; sys.path.insert(0, %r); from pathlib import Path; from components.rundir import RunDir; "
+            "from components.step_inputs import TaskInputs; from scripts.step import run_step; "
+            "from tests.scripts.test_records import Value; "
+            "sys.exit(run_step('slow', RunDir(Path(%r)), 't', TaskInputs(run_dir=%r, task_id='t'), "
+            "lambda: (time.sleep(3), Value(value=7))[1]))") % (str(ROOT), str(tmp_path), str(tmp_path))
+    leftover = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    lock = RunDir(tmp_path).receipt("slow", "t").with_suffix(".lock")
+    for _ in range(100):
+        if lock.exists() and "pid" in lock.read_text():
+            break
+        time.sleep(0.1)
+    calls = []
+    rc = run_step("slow", RunDir(tmp_path), "t", inputs(tmp_path), lambda: calls.append(1) or Value(value=8))
+    assert leftover.wait() == 0 and rc == 0 and calls == []
+    assert json.loads(RunDir(tmp_path).receipt("slow", "t").read_text())["result"] == {"value": 7}

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from scripts import reminders
-from scripts.records import write_atomic
+from tests.scripts.conftest import kicked_off
 
 
 class Mattermost(BaseHTTPRequestHandler):
@@ -39,17 +39,22 @@ class Mattermost(BaseHTTPRequestHandler):
         self.reply({"id": "channel"})
 
 
-def test_due_reminders_posted_and_passed_ones_skipped(tmp_path: Path):
+def test_due_reminders_posted_and_passed_ones_skipped(tmp_path: Path, monkeypatch):
     server = ThreadingHTTPServer(("127.0.0.1", 0), Mattermost)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    clock = 1_000_000.0
+    waited: list[float] = []
+    monkeypatch.setattr(reminders.time, "time", lambda: clock)  # two minutes before the deadline, frozen
+    monkeypatch.setattr(reminders, "wait_until", lambda t, what: waited.append(t))
     try:
-        deadline = time.time() + 60 + 3  # one minute-and-a-bit left: the 1-minute reminder is 3 s away
-        write_atomic(tmp_path / "t" / "receipts" / "kickoff.json", {"status": "ok", "deadline_epoch": deadline})
+        deadline = clock + 120
+        kicked_off(tmp_path, "t", deadline)
         args = {"run_dir": str(tmp_path), "task_id": "t", "mattermost_url": f"http://127.0.0.1:{server.server_port}",
                 "mattermost_user": "pbench-admin", "minutes": [30, 1, 10]}
         assert reminders.main({"AGENSH_INPUT": json.dumps(args), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
-        receipt = json.loads((tmp_path / "t" / "receipts" / "reminders.json").read_text())
+        receipt = json.loads((tmp_path / "t" / "receipts" / "reminders.json").read_text())["result"]
         assert receipt["posted"] == [1] and receipt["skipped"] == [30, 10]
+        assert waited == [deadline - 60]  # it waited for the one reminder still ahead
         assert Mattermost.posts == [Mattermost.posts[0]] and "1 minutes left for t" in Mattermost.posts[0]
     finally:
         server.shutdown()

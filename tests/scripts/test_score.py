@@ -9,7 +9,8 @@ import programbench
 import pytest
 
 from scripts import score
-from scripts.records import RunDir
+from components.rundir import RunDir
+from scripts.step import write_marker
 
 TASK = "testorg__calculator.abc1234"
 BUNDLED = Path(programbench.__file__).parent / "data" / "test_runs"
@@ -25,7 +26,7 @@ def run_with(tmp_path: Path, kind: str, **patch) -> Path:
 
 
 def scored(run: Path) -> dict:
-    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": TASK})}) == 0
+    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": TASK, "attempt": 1})}) == 0
     return json.loads((run / TASK / "score.json").read_text())
 
 
@@ -50,7 +51,7 @@ def test_incomplete_results_are_never_a_score(tmp_path: Path, patch, problem):
 
 def test_markers_refuse_the_score(tmp_path: Path):
     run = run_with(tmp_path, "correct")
-    RunDir(run).marker(TASK, "EXPORT_FAILED", "git clone failed")
+    write_marker(RunDir(run), TASK, "EXPORT_FAILED", "git clone failed")
     s = scored(run)
     assert s["score"] is None and s["raw_score"] == 0.5 and "EXPORT_FAILED marker present" in s["problems"]
 

@@ -1,6 +1,6 @@
 """The demo's stand-in Agensh checkout (stacks/demo) against real Docker.
 
-Every container is started from the project's own contract (`components.services.spec` of a small test
+Every container is started from the project's own contract (`components.roles.spec` of a small test
 profile): its env, secret env, mounts, command, user, hostname and health check. They sit on ONE internal
 network created here with a free 10.x subnet; the test process reaches them by container address.
 Images are built under private test tags and removed at the end, as are the containers and the network.
@@ -27,9 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from components import addressing, naming
-from components.profile import SHARED_IMAGES, WORKER_DOCKERFILE, Profile, Secrets, parse_profile
-from components.services import ADMIN_USER, HTTP_PORT, SERVICE_PORTS, spec
+from components import addressing, contract
+from components.contract import ADMIN_USER, SHARED_IMAGES, WORKER_DOCKERFILE
+from components.profile import Profile, parse_profile
+from components.roles import HTTP_PORT, ROLES, spec
 from components.topology import placements
 from scripts import calculator
 from scripts.gitops import git, with_user
@@ -123,7 +124,7 @@ class Team:
     started: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        model_ip = addressing.service_ip(self.subnet, "model")  # one network here: the model sits on it too
+        model_ip = addressing.host(self.subnet, addressing.SERVICE_SLOTS - 1)  # one network: the model sits on it too
         image = self.images
         self.profile: Profile = parse_profile({
             "profile": f"standins-{RUN}", "run_id": "20250101t000000z", "tasks": [TASK], "workers": 2,
@@ -135,7 +136,7 @@ class Team:
             "secret_service_image": image["secret-service"], "bootstrap_image": image["bootstrap"],
             "egress_proxy_image": image["egress-proxy"], "mini_router_image": image["mini-router"],
             "agent_base_image": image["agent-base"], "agent_image_tag": TAG})
-        self.secrets = {k: f"{k}-{secrets.token_hex(12)}" for k in Secrets.model_fields}
+        self.secrets = {k: f"{k}-{secrets.token_hex(12)}" for k in contract.SECRET_KEYS}
         self.placements = {(c.role, c.index): c for c in placements(self.profile)}
         self.model_ip = model_ip
 
@@ -144,7 +145,7 @@ class Team:
         return c.internal_ip or self.model_ip
 
     def url(self, role: str, n: int | None = None) -> str:
-        return f"http://{self.ip(role, n)}:{SERVICE_PORTS.get(role, HTTP_PORT)}"
+        return f"http://{self.ip(role, n)}:{ROLES[role].port}"
 
     def start(self, role: str, n: int | None = None, wait: bool = True, **env_override: str) -> str:
         c, s = self.placements[(role, n)], spec(self.profile, self.placements[(role, n)])
@@ -153,7 +154,7 @@ class Team:
             envs[k] = hashlib.sha256(self.secrets[key].encode()).hexdigest() if k.endswith("_SHA256") else self.secrets[key]
         envs.update(env_override)
         args = ["run", "-d", "--name", c.name, "--network", self.network, "--ip", self.ip(role, n),
-                "--hostname", c.role if c.role not in ("router", "worker") else c.name, "--label", TEST_LABEL]
+                "--hostname", c.name if ROLES[c.role].per_task else c.role, "--label", TEST_LABEL]
         for k, v in sorted(envs.items()):
             args += ["-e", f"{k}={v}"]
         for m in s.mounts:
@@ -443,10 +444,12 @@ def test_bootstrap_and_scripted_workers(team: Team, tmp_path: Path):
                 archive.chmod(0o777)
             workers.append((team.start("worker", n), archive))
 
+        from components.step_inputs import SeedInputs
         from scripts.seed import seed
-        args = {"gitea_url": team.url("gitea"), "gitea_user": ADMIN_USER, "repo": naming.task_slug(TASK),
-                "cleanroom_image": cleanroom, "task_id": TASK}
-        assert seed(args, team.secrets["gitea_admin_password"])["seeded"] == "now"
+        args = SeedInputs(run_dir=str(tmp_path / "run"), task_id=TASK, gitea_url=team.url("gitea"),
+                          gitea_user=ADMIN_USER, repo=f"{contract.TEAM_ORG}/{contract.task_slug(TASK)}",
+                          gitea_repositories=str(tmp_path / "repos"), cleanroom_image=cleanroom, archive_dirs=[])
+        assert seed(args, team.secrets["gitea_admin_password"]).seeded == "now"
 
         # Workers know the team size (WORKERS), so worker 2 makes the direct-push attempt (see standin.py).
         wanted = {workers[0][0]: ["HTTP 200 'stand-in model reply'", "opened and merged pull #1", "steps done"],
@@ -458,7 +461,7 @@ def test_bootstrap_and_scripted_workers(team: Team, tmp_path: Path):
             time.sleep(0.5)
 
         token1 = issued[f"{TASK}-1.token"].strip()
-        remote = with_user(f"{team.url('gitea')}/team/{naming.task_slug(TASK)}.git", f"{TASK}-1")
+        remote = with_user(f"{team.url('gitea')}/team/{contract.task_slug(TASK)}.git", f"{TASK}-1")
         clone = tmp_path / "main"
         git("clone", "-q", remote, str(clone), password=token1)
         assert subprocess.run(["sh", "compile.sh"], cwd=clone).returncode == 0

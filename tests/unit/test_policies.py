@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pulumi_policy import (PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs,
+from pulumi_policy import (EnforcementLevel, PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs,
                            StackValidationArgs)
 
 from policies import rules
@@ -67,8 +67,9 @@ def team(n_workers: int, subnet: str = "10.1.0.0/24") -> list[tuple[str, dict[st
 
 
 def test_every_policy_is_in_the_pack_and_mandatory():
-    assert len(rules.POLICIES) == 10
-    assert len({p.name for p in rules.POLICIES}) == 10
+    names = [p.name for p in rules.POLICIES]
+    assert len(names) == len(set(names)) == 10
+    assert {p.enforcement_level for p in rules.POLICIES} == {EnforcementLevel.MANDATORY}
 
 
 def test_1_subnet_capacity():
@@ -104,7 +105,11 @@ def test_4_memory_ceilings():
     assert "ceiling is 65536 MB" in check(rules.memory_ceilings, C, worker(memory=70000.0))[0]
     router = container("router", memory=16384.0)
     assert "router ceiling is 8192 MB" in check(rules.memory_ceilings, C, router)[0]
-    assert check(rules.memory_ceilings, C, router, {"routerMaxMb": 16384}) == []
+    # the profile's own ceiling (policy config from new_stack) is checked, but never above the contract's
+    assert "router ceiling is 8192 MB" in check(rules.memory_ceilings, C, router, {"routerMaxMb": 16384})[0]
+    small = container("router", memory=6144.0)
+    assert check(rules.memory_ceilings, C, small) == []
+    assert "profile's router ceiling is 4096 MB" in check(rules.memory_ceilings, C, small, {"routerMaxMb": 4096})[0]
 
 
 def test_5_credentials_contained():
@@ -153,7 +158,12 @@ def test_8_team_limits():
     mysql_small = container("mysql", command=["mysqld", "--max-connections=100"])
     got = check_stack(rules.team_limits, members + [(C, mm_small), (C, mysql_small)])
     assert any("must exceed 3 workers + 2 administrators" in m for m in got)
-    assert any("do not cover 4 per router x 3 + 100" in m for m in got)
+    assert any("100 must cover 4 per router x 3 plus the platform's 100 (112)" in m for m in got)
+    # the profile's numbers from the policy config new_stack writes: 5 administrators need 9 users
+    mm_eight = container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=8"])
+    assert check_stack(rules.team_limits, members + [(C, mm_eight), (C, mysql)]) == []
+    got = check_stack(rules.team_limits, members + [(C, mm_eight), (C, mysql)], {"administrators": 5})
+    assert len(got) == 1 and "must exceed 3 workers + 5 administrators" in got[0]
 
 
 def test_9_model_settings():

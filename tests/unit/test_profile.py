@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from components import catalog, naming
+from components import catalog, contract
 from components.profile import Profile, ProfileError, parse_profile
+from components.roles import spec
 from components.topology import placements
 
 TASK = "jgm__pandoc.5caad90"
@@ -67,8 +68,11 @@ def test_problems_are_reported_together_with_their_keys():
     ({"deadline_seconds": 21599}, "deadline_seconds", "disagrees with hours=6.0"),
     ({"llm_upstream": "https://g.example/v1/responses"}, "llm_upstream", "without /v1/responses"),
     ({"llm_upstream": "gateway"}, "llm_upstream", "http(s) URL"),
-    ({"workers": 199}, "mm_max_users_per_team", "workers + administrators (201)"),
-    ({"workers": 250, "mm_max_users_per_team": 400}, "mysql_max_connections", "4 per router plus the platform's 100 (1100)"),
+    ({"workers": 199}, "mm_max_users_per_team", "200 must exceed 199 workers + 2 administrators (201)"),
+    ({"workers": 250, "mm_max_users_per_team": 400}, "mysql_max_connections",
+     "1000 must cover 4 per router x 250 plus the platform's 100 (1100)"),
+    ({"worker_memory_gib": 96}, "worker_memory_gib", "the worker ceiling is 65536 MB (64 GiB)"),
+    ({"router_memory_gib": 9}, "router_memory_gib", "the router ceiling is 8192 MB (8 GiB)"),
     ({"port_base": 80}, "port_base", "greater than or equal to 1024"),
     ({"port_base": 70000}, "port_base", "less than or equal to"),
     ({"subnet_octet": 0}, "subnet_octet", "greater than or equal to 1"),
@@ -98,13 +102,13 @@ def test_hours_and_deadline_agree():
 
 def test_derived_names_images_and_labels():
     p = parse_profile(raw(tasks=[TASK, CALC]))
-    assert naming.task_slug(TASK) == "jgm-pandoc-5caad90"
+    assert contract.task_slug(TASK) == "jgm-pandoc-5caad90"
     assert p.cleanroom_image(TASK) == "programbench/jgm_1776_pandoc.5caad90:task_cleanroom_v6"
     assert p.worker_image(TASK) == "omcgitea-agent-jgm-pandoc-5caad90:pbench"
     assert p.image("mini-router") == "omcgitea-mini-router:local"
     assert p.compose_project == "omcgitea-cohort-w8"
-    assert naming.worker_name("cohort-w8", TASK, 3) == "omcgitea-cohort-w8-jgm-pandoc-5caad90-worker-3"
-    assert naming.labels("cohort-w8", p.run_id, "worker", TASK) == {
+    assert contract.member_name("cohort-w8", TASK, "worker", 3) == "omcgitea-cohort-w8-jgm-pandoc-5caad90-worker-3"
+    assert contract.labels("cohort-w8", p.run_id, "worker", TASK) == {
         "com.docker.compose.project": "omcgitea-cohort-w8", "agensh.profile": "cohort-w8",
         "agensh.run-id": p.run_id, "agensh.role": "worker", "agensh.task": TASK, "agensh.kind": "team"}
 
@@ -144,8 +148,9 @@ def test_placements_of_cohort_w8():
     assert by["omcgitea-cohort-w8-jgm-pandoc-5caad90-router-1"].internal_ip == "10.249.0.16"
     assert by["omcgitea-cohort-w8-jgm-pandoc-5caad90-worker-1"].internal_ip == "10.249.0.24"
     workers = [c for c in cs if c.role == "worker"]
-    assert all(c.memory_mb == 64 * 1024 and c.egress_ip is None for c in workers)
-    assert all(c.memory_mb == 8 * 1024 for c in cs if c.role == "router")
+    assert all(spec(p, c).memory_mb == 64 * 1024 and c.egress_ip is None for c in workers)
+    assert all(spec(p, c).memory_mb == 8 * 1024 for c in cs if c.role == "router")
+    assert {c.router_ip for c in workers} == {c.internal_ip for c in cs if c.role == "router"}
 
 
 def test_ramp_and_budget():
@@ -158,8 +163,9 @@ def test_ramp_and_budget():
 
 
 def test_profile_digest_changes_with_any_setting():
-    assert parse_profile(raw()).digest() != parse_profile(raw(workers=9)).digest()
-    assert isinstance(Profile.model_fields["tasks"].annotation, object)
+    base = parse_profile(raw()).digest()
+    assert base == parse_profile(raw()).digest()
+    assert base != parse_profile(raw(workers=9)).digest() != parse_profile(raw(hours=5)).digest()
 
 
 def test_operator_network_only_when_ports_are_published():

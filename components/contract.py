@@ -1,0 +1,160 @@
+"""The project's contract: names, labels, the worker identity, image tags, limits and the rules derived from them.
+
+One place for each fact. The profile validates against these rules, the components build names and labels
+from them, the policy pack checks the rendered resources with the same rules and numbers, and the step programs
+(preflight, seed, ...) use the same identities. Pure Python: no Pulumi imports, so every layer can import it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# --- names (Agensh's Compose naming: omcgitea-<profile>-<service>[-<n>]) -------------------------------------
+PREFIX = "omcgitea"
+MAX_NAME = 63  # Docker names and hostnames
+PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9-]*")  # REQUIREMENTS 9
+RUN_ID_RE = re.compile(r"\d{8}t\d{6}z")  # REQUIREMENTS 8: date -u +%Y%m%dt%H%M%Sz
+
+
+def task_slug(task_id: str) -> str:
+    """`jgm__pandoc.5caad90` -> `jgm-pandoc-5caad90`: usable in image and container names."""
+    return re.sub(r"[^a-z0-9]+", "-", task_id.lower()).strip("-")
+
+
+def compose_project(profile: str) -> str:
+    return f"{PREFIX}-{profile}"
+
+
+def resource_name(profile: str, service: str, n: int | None = None) -> str:
+    """`omcgitea-<profile>-<service>[-<n>]`."""
+    base = f"{PREFIX}-{profile}-{service}"
+    return base if n is None else f"{base}-{n}"
+
+
+def member_name(profile: str, task_id: str, role: str, n: int) -> str:
+    """A task's router or worker number n: `omcgitea-<profile>-<slug>-<role>-<n>`."""
+    return resource_name(profile, f"{task_slug(task_id)}-{role}", n)
+
+
+def agent_id(task_id: str, n: int) -> str:
+    """The agent id of a task's worker n (token file name, Gitea and Mattermost identity)."""
+    return f"{task_id}-{n}"
+
+
+def worker_image(task_id: str, tag: str) -> str:
+    """REQUIREMENTS 17: `omcgitea-agent-<slug>:<tag>`."""
+    return f"{PREFIX}-agent-{task_slug(task_id)}:{tag}"
+
+
+# --- labels (every container, network, volume and built image of a profile) ---------------------------------
+COMPOSE_PROJECT_LABEL = "com.docker.compose.project"  # existing Agensh reboot guards stop by this label
+PROFILE_LABEL = "agensh.profile"
+RUN_LABEL = "agensh.run-id"
+ROLE_LABEL = "agensh.role"
+TASK_LABEL = "agensh.task"
+KIND_LABEL = "agensh.kind"
+REVISION_LABEL = "agensh.checkout-revision"  # preflight rejects router and board images of another revision
+
+
+def labels(profile: str, run_id: str, role: str, task_id: str | None = None, kind: str = "team") -> dict[str, str]:
+    out = {COMPOSE_PROJECT_LABEL: compose_project(profile), PROFILE_LABEL: profile, RUN_LABEL: run_id,
+           ROLE_LABEL: role, KIND_LABEL: kind}
+    if task_id is not None:
+        out[TASK_LABEL] = task_id
+    return out
+
+
+def profile_filter(profile: str) -> str:
+    """`docker ... --filter` value selecting every object of a profile."""
+    return f"label={PROFILE_LABEL}={profile}"
+
+
+# --- identities and images --------------------------------------------------------------------------------
+WORKER_UID = 10000  # REQUIREMENTS 21: workers run as 10000:10000
+WORKER_USER = f"{WORKER_UID}:{WORKER_UID}"
+REFERENCE_BINARY = "/opt/pbench/executable"  # root-owned, mode 0111: executable, never readable
+REFERENCE_OWNER_MODE = "root 111"  # `stat -c '%U %a'`
+CLEANROOM_TAG = "task_cleanroom_v6"  # REQUIREMENTS 15
+CLEANROOM_ORG = "programbench"
+ADMIN_USER = "pbench-admin"  # the platform administrator in Gitea and Mattermost
+TEAM_ORG = "team"  # the Gitea organisation holding every task repository
+TEAM_NAME, TEAM_CHANNEL = "pbench", "town-square"  # the Mattermost team and channel
+
+
+SHARED_IMAGES = {  # role -> (Dockerfile, default tag, context), all relative to the Agensh checkout (REQUIREMENTS 16)
+    "agent-base": ("agent/Dockerfile.base", "omcgitea-agent-base:pbench", "agent"),
+    "mini-router": ("mini-router/Dockerfile", "omcgitea-mini-router:local", "mini-router"),
+    "board": ("board-service/Dockerfile", "omcgitea-board:local", "board-service"),
+    "secret-service": ("secret-service/Dockerfile", "omcgitea-secret-service:local", "secret-service"),
+    "bootstrap": ("docker/bootstrap/Dockerfile", "omcgitea-bootstrap:local", "docker/bootstrap"),
+    "egress-proxy": ("docker/egress-proxy/Dockerfile", "omcgitea-egress-proxy:local", "docker/egress-proxy"),
+}
+WORKER_DOCKERFILE = "agent/Dockerfile"
+
+
+def cleanroom_image(task_id: str, org: str = CLEANROOM_ORG, tag: str = CLEANROOM_TAG) -> str:
+    """`programbench/<id with "__" -> "_1776_">:task_cleanroom_v6`."""
+    return f"{org}/{task_id.replace('__', '_1776_')}:{tag}"
+
+
+# --- credentials --------------------------------------------------------------------------------------------
+MODEL_CREDENTIAL_ENV = "LLM_UPSTREAM_TOKEN"  # only the egress proxy holds it (REQUIREMENTS 13)
+PROXY_CREDENTIAL_ENV = "LLM_PROXY_TOKEN"  # the local proxy credential: the only secret a worker holds
+MODEL_CREDENTIAL_ENVS = (MODEL_CREDENTIAL_ENV, "UPSTREAM_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+# Names that hold a secret end in one of these words (TOKEN_SERVICE_URL or PROMPT_WINDOW_TOKENS do not).
+SECRETISH = re.compile(r"(PASSWORD|PASSWD|TOKEN|SECRET|API_KEY|CREDENTIAL|PRIVATE_KEY|DATASOURCE)$", re.I)
+SECRET_KEYS = ("llm_upstream_token", "worker_proxy_token", "mysql_root_password", "gitea_admin_password",
+               "mattermost_admin_password")  # the stack's encrypted config
+GENERATED_SECRETS = tuple(k for k in SECRET_KEYS if k != "llm_upstream_token")  # the model token is the user's
+
+# --- model pins (REQUIREMENTS 6) ------------------------------------------------------------------------------
+PINNED_MODEL = "gpt-5.6-sol"
+PINNED_EFFORT = "high"
+
+# --- limits (REQUIREMENTS 20, 22) and the rules derived from them ---------------------------------------------
+GIB_MB = 1024
+WORKER_MEMORY_MAX_GIB = 64
+ROUTER_MEMORY_MAX_GIB = 8
+CONNECTIONS_PER_ROUTER = 4
+MYSQL_DEFAULT_MAX_CONNECTIONS = 151  # MySQL's own default when no --max-connections is given
+MM_DEFAULT_MAX_USERS = 200  # Mattermost's default MM_TEAMSETTINGS_MAXUSERSPERTEAM
+ADDRESS_RESERVE = 3  # network address, gateway, broadcast
+
+
+def mysql_connections_needed(routers: int, platform: int) -> int:
+    """MYSQL_MAX_CONNECTIONS must cover 4 per router plus the platform's connections."""
+    return CONNECTIONS_PER_ROUTER * routers + platform
+
+
+def mm_users_needed(workers: int, administrators: int) -> int:
+    """MM_MAX_USERS_PER_TEAM must exceed this (workers plus administrators)."""
+    return workers + administrators
+
+
+def deadline_s(hours: float) -> int:
+    """The task budget in seconds for `hours` (`deadline_seconds` must equal it)."""
+    return round(hours * 3600)
+
+
+def team_limit_problems(workers: int, routers: int, administrators: int, mm_max_users: int, mysql_max_connections: int,
+                        platform_connections: int) -> list[tuple[str, str]]:
+    """The team limits that do not scale by themselves with the worker count, as (profile key, problem)."""
+    out = []
+    users = mm_users_needed(workers, administrators)
+    if mm_max_users <= users:
+        out.append(("mm_max_users_per_team", f"{mm_max_users} must exceed {workers} workers + {administrators} "
+                                             f"administrators ({users})"))
+    need = mysql_connections_needed(routers, platform_connections)
+    if mysql_max_connections < need:
+        out.append(("mysql_max_connections", f"{mysql_max_connections} must cover {CONNECTIONS_PER_ROUTER} per router x "
+                                             f"{routers} plus the platform's {platform_connections} ({need})"))
+    return out
+
+
+def memory_problem(role: str, memory_mb: float | None, max_gib: int) -> str | None:
+    """A router's or worker's memory ceiling: present, and within the contract's."""
+    if not memory_mb:
+        return f"the {role} has no memory ceiling; at most {max_gib * GIB_MB} MB"
+    if memory_mb > max_gib * GIB_MB:
+        return f"the {role} may use {memory_mb:.0f} MB; the {role} ceiling is {max_gib * GIB_MB} MB ({max_gib} GiB)"
+    return None

@@ -1,0 +1,252 @@
+"""Typed records of a run: one pydantic model per step receipt, the run manifest, the score, the index row, and the
+provenance assembled from them. Steps write these, later steps and the stack outputs read them: no string keys.
+
+A receipt is `Receipt` (what ran, when, with which inputs, ok or failed) around the step's own `result`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .rundir import RunDir
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- step results --------------------------------------------------------------------------------------------
+class Check(Record):
+    ok: bool
+    detail: str
+
+
+class PreflightResult(Record):
+    checks: dict[str, Check]
+
+
+class Revision(Record):
+    path: str
+    revision: str | None
+    dirty: bool | None
+
+
+class Host(Record):
+    cpus: int | None
+    memory_gib: float
+    load: tuple[float, float, float]
+
+
+class Manifest(Record):
+    """`run_manifest.json`: written before the first task (REQUIREMENTS 43), finished with the counts."""
+
+    written: str
+    state: Literal["running", "finished"]
+    profile: dict[str, Any]
+    profile_digest: str
+    project: Revision
+    checkout: Revision
+    programbench_version: str
+    images: dict[str, str]
+    host: Host
+    requested_task_ids: list[str]
+    finished: str | None = None
+    completed: int | None = None
+    failed: int | None = None
+    failed_task_ids: list[str] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)
+    headline_requested: dict[str, Any] | None = None
+    headline_benchmark: dict[str, Any] | None = None
+
+
+class ManifestStart(Record):
+    manifest: Manifest
+
+
+class ManifestFinish(Record):
+    completed: int
+    failed: int
+    scores: dict[str, float]
+
+
+class SeedResult(Record):
+    repo: str
+    commit: str
+    seeded: Literal["now", "already"]
+    files: list[str] = Field(default_factory=list)
+
+
+class KickoffResult(Record):
+    ramp_start: str
+    ramp_start_epoch: float
+    kickoff_at: str
+    deadline: str
+    deadline_epoch: float
+    post_id: str
+
+
+class RemindersResult(Record):
+    posted: list[int]
+    skipped: list[int]
+    deadline: str
+
+
+class ExportResult(Record):
+    submission: str
+    commit: str
+    files: int
+    exported_at: str
+    recovered_from: str | None = None
+
+
+class ShutdownResult(Record):
+    """A team's shutdown, or a baseline's stop (which also exports)."""
+
+    archives: dict[str, Literal["ok", "missing", "corrupt"]]
+    archives_complete: bool
+    submission: str | None = None
+    commit: str | None = None
+    snapshots: int | None = None
+
+
+class EvaluateResult(Record):
+    eval_json: str
+    exit_code: int
+    error_code: str | None
+    test_branch_errors: list[str]
+    docker_cpus: int
+    seconds: float
+
+
+class Score(Record):
+    """`score.json`: the score only when nothing stands against it, else null with the problems."""
+
+    task_id: str
+    score: float | None
+    raw_score: float | None
+    complete: bool
+    problems: list[str]
+    eval_json: str
+    export_recovered_from: str | None = None
+
+
+class BaselineSeedResult(Record):
+    workspace: str
+    commit: str
+    started_epoch: float
+    deadline_epoch: float
+    deadline: str
+
+
+R = TypeVar("R", bound=Record)
+
+
+class Receipt(BaseModel, Generic[R]):
+    """What a step did: written to `receipts/<step>.json` and printed as the step's last stdout line."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: str
+    task_id: str | None
+    inputs_digest: str
+    started: str
+    finished: str
+    status: Literal["ok", "failed"]
+    result: R | None = None
+    error: str | None = None
+    marker: str | None = None  # the failure marker the step left (or kept, for a recovered export)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+# The result model of each step, by its receipt name.
+RESULTS: dict[str, type[Record]] = {
+    "preflight-host": PreflightResult, "preflight-model": PreflightResult, "manifest-start": ManifestStart,
+    "manifest-finish": ManifestFinish, "seed": SeedResult, "kickoff": KickoffResult, "reminders": RemindersResult,
+    "export": ExportResult, "shutdown": ShutdownResult, "evaluate": EvaluateResult, "score": Score,
+    "baseline-seed": BaselineSeedResult,
+}
+
+
+def parse_receipt(step: str, text: str) -> Receipt[Any]:
+    return Receipt[RESULTS[step]].model_validate_json(text)  # type: ignore[index]
+
+
+def read_receipt(rd: RunDir, step: str, task_id: str | None = None) -> Receipt[Any] | None:
+    path = rd.receipt(step, task_id)
+    return parse_receipt(step, path.read_text()) if path.exists() else None
+
+
+def result_of(rd: RunDir, step: str, task_id: str | None, model: type[R]) -> R | None:
+    """The result of a step that completed, or None (not run, or failed)."""
+    receipt = read_receipt(rd, step, task_id)
+    if receipt is None or receipt.status != "ok" or receipt.result is None:
+        return None
+    assert isinstance(receipt.result, model), (step, type(receipt.result))
+    return receipt.result
+
+
+def receipt_from_stdout(step: str, stdout: str) -> Receipt[Any] | None:
+    """The receipt a step printed last on stdout (None when nothing ran, e.g. in preview)."""
+    lines = (stdout or "").strip().splitlines()
+    return parse_receipt(step, lines[-1]) if lines else None
+
+
+# --- the result index -----------------------------------------------------------------------------------------
+class IndexRow(Record):
+    """One line of `result_index.jsonl` (REQUIREMENTS 44): readers keep the last row per task."""
+
+    at: str
+    task_id: str
+    status: Literal["scored", "incomplete"]
+    score: float | None
+    problems: list[str] = Field(default_factory=list)
+
+
+def read_index(path: Path) -> dict[str, IndexRow]:
+    """Rows by task id, last row wins; a torn last line (crash mid-write) is ignored."""
+    out: dict[str, IndexRow] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        try:
+            row = IndexRow.model_validate_json(line)
+        except ValueError:
+            continue
+        out[row.task_id] = row
+    return out
+
+
+# --- provenance ------------------------------------------------------------------------------------------------
+class TaskScore(Record):
+    score: float | None
+    complete: bool
+    problems: list[str]
+
+
+class Provenance(Record):
+    """The stack's `provenance` output: the manifest as written first, each task's score, the final counts."""
+
+    profile: str
+    run_id: str
+    profile_digest: str
+    manifest: Manifest | None
+    scores: dict[str, TaskScore]
+    result: ManifestFinish | None
+
+
+def provenance(profile: str, run_id: str, digest: str, manifest: Receipt[Any] | None, scores: list[Receipt[Any] | None],
+               finish: Receipt[Any] | None) -> Provenance:
+    return Provenance(
+        profile=profile, run_id=run_id, profile_digest=digest,
+        manifest=manifest.result.manifest if manifest and manifest.result else None,
+        scores={s.result.task_id: TaskScore(score=s.result.score, complete=s.result.complete, problems=s.result.problems)
+                for s in scores if s and s.result},
+        result=finish.result if finish else None)
+
+
+def dumps(model: BaseModel) -> str:
+    return json.dumps(model.model_dump(mode="json"), sort_keys=True)

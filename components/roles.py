@@ -1,0 +1,223 @@
+"""The role table: every kind of container, with its port, address slot, networks, start order and settings.
+
+One entry per role; adding a platform service is one `Role(...)` and its spec function. Pure data from the
+Profile and a Placement. Secret values are never here: a spec names the secret keys (`contract.SECRET_KEYS`)
+the container component injects as Pulumi secrets. Only the egress proxy ever names `llm_upstream_token`;
+workers get the local proxy credential and nothing else secret (REQUIREMENTS 13).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Literal
+
+from . import addressing, contract
+from .rundir import ProfileDir
+
+if TYPE_CHECKING:
+    from .profile import Profile
+    from .topology import Placement
+
+HTTP_PORT = 8080
+Network = Literal["internal", "egress", "operator"]
+
+
+@dataclass(frozen=True)
+class Mount:
+    host_path: str
+    container_path: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    image: str
+    env: dict[str, str] = field(default_factory=dict)
+    # env name -> secret key; a name ending in _SHA256 gets the secret's SHA-256 instead of the secret
+    secret_env: dict[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    command: tuple[str, ...] | None = None
+    healthcheck: tuple[str, ...] | None = None
+    user: str | None = None
+    memory_mb: int | None = None
+    entrypoint: tuple[str, ...] | None = None
+    one_shot: bool = False  # runs to completion (bootstrap)
+    stopped_on_purpose: bool = False  # must_run off: stopped at shutdown, not recreated
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    spec: Callable[[Profile, Placement], ServiceSpec]
+    port: int = HTTP_PORT  # where the service listens inside its container
+    networks: tuple[Network, ...] = ("internal",)
+    slot: int | None = None  # platform address: host 2 + slot of the internal network
+    operator_port: int | None = None  # offset from port_base when operator ports are published (127.0.0.1)
+    after: tuple[str, ...] = ()  # platform roles that must be up first
+    kinds: tuple[str, ...] = ("team",)  # profile kinds that run it
+    per_task: bool = False  # one per worker per task (router, worker) or per task (snapshot)
+
+
+# --- helpers of the spec functions -----------------------------------------------------------------------
+def url(p: Profile, role: str) -> str:
+    return f"http://{address(p, role)}:{ROLES[role].port}"
+
+
+def address(p: Profile, role: str) -> str:
+    slot = ROLES[role].slot
+    assert slot is not None, role
+    return addressing.service_ip(p.internal_network, slot)
+
+
+def data(p: Profile, *parts: str) -> str:
+    return str(ProfileDir.of(p).data(*parts))
+
+
+def http_check(port: int, path: str = "/healthz") -> tuple[str, ...]:
+    return ("CMD-SHELL", f"wget -q -O /dev/null http://127.0.0.1:{port}{path} || curl -fsS http://127.0.0.1:{port}{path}")
+
+
+def model_env(p: Profile) -> dict[str, str]:
+    return {"MODEL": p.model, "REASONING_EFFORT": p.reasoning_effort, "MODEL_API": p.model_api,
+            "PROMPT_WINDOW_TOKENS": str(p.prompt_window_tokens)}
+
+
+def member_env(p: Profile, c: Placement) -> dict[str, str]:
+    """What routers and workers share: who they are and where the team's services are."""
+    assert c.task is not None and c.index is not None
+    return {"AGENT_ID": contract.agent_id(c.task, c.index), "TASK_ID": c.task, "BOARD_URL": url(p, "board"),
+            "GITEA_URL": url(p, "gitea"), "MATTERMOST_URL": url(p, "mattermost")}
+
+
+# --- the spec of each role ----------------------------------------------------------------------------------
+def mysql(p: Profile, c: Placement) -> ServiceSpec:
+    return ServiceSpec(
+        image=p.mysql_image, secret_env={"MYSQL_ROOT_PASSWORD": "mysql_root_password"},
+        mounts=(Mount(data(p, "mysql"), "/var/lib/mysql"),),
+        command=("mysqld", f"--max-connections={p.mysql_max_connections}"),
+        healthcheck=("CMD", "mysqladmin", "ping", "-h", "127.0.0.1"))
+
+
+def gitea(p: Profile, c: Placement) -> ServiceSpec:
+    return ServiceSpec(
+        image=p.gitea_image,
+        env={"GITEA__security__INSTALL_LOCK": "true", "GITEA__database__DB_TYPE": "mysql",
+             "GITEA__database__HOST": f"{address(p, 'mysql')}:{ROLES['mysql'].port}",
+             "GITEA__database__USER": "root", "GITEA__actions__ENABLED": "false"},
+        secret_env={"GITEA__database__PASSWD": "mysql_root_password", "GITEA_ADMIN_PASSWORD": "gitea_admin_password"},
+        mounts=(Mount(data(p, "gitea"), "/data"),), healthcheck=http_check(ROLES["gitea"].port, "/api/healthz"))
+
+
+def mattermost(p: Profile, c: Placement) -> ServiceSpec:
+    return ServiceSpec(
+        image=p.mattermost_image,
+        env={"MM_TEAMSETTINGS_MAXUSERSPERTEAM": str(p.mm_max_users_per_team), "MM_SQLSETTINGS_DRIVERNAME": "mysql",
+             "MM_SQLSETTINGS_DATASOURCE_HOST": f"{address(p, 'mysql')}:{ROLES['mysql'].port}",
+             "MM_SERVICESETTINGS_SITEURL": url(p, "mattermost")},
+        secret_env={"MM_SQLSETTINGS_PASSWORD": "mysql_root_password",
+                    "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password"},
+        mounts=(Mount(data(p, "mattermost"), "/mattermost/data"),),
+        healthcheck=http_check(ROLES["mattermost"].port, "/api/v4/system/ping"))
+
+
+def board(p: Profile, c: Placement) -> ServiceSpec:
+    return ServiceSpec(image=p.image("board"), env={"BOARD_LIFECYCLE_DIR": "/data/lifecycle", "PORT": str(HTTP_PORT)},
+                       mounts=(Mount(data(p, "board"), "/data"),), healthcheck=http_check(HTTP_PORT))
+
+
+def secret_service(p: Profile, c: Placement) -> ServiceSpec:
+    return ServiceSpec(image=p.image("secret-service"), env={"SECRET_SERVICE_TOKENS_DIR": "/tokens", "PORT": str(HTTP_PORT)},
+                       mounts=(Mount(data(p, "tokens"), "/tokens", read_only=True),), healthcheck=http_check(HTTP_PORT))
+
+
+def egress_proxy(p: Profile, c: Placement) -> ServiceSpec:
+    return ServiceSpec(
+        image=p.image("egress-proxy"), env={"LLM_UPSTREAM": p.llm_upstream.rstrip("/"), "PORT": str(HTTP_PORT), **model_env(p)},
+        secret_env={contract.MODEL_CREDENTIAL_ENV: "llm_upstream_token", "WORKER_PROXY_TOKEN": "worker_proxy_token"},
+        healthcheck=http_check(HTTP_PORT))
+
+
+def bootstrap(p: Profile, c: Placement) -> ServiceSpec:
+    return ServiceSpec(
+        image=p.image("bootstrap"),
+        env={"GITEA_URL": url(p, "gitea"), "MATTERMOST_URL": url(p, "mattermost"), "WORKERS": str(p.workers),
+             "TASKS": " ".join(p.tasks), "TOKENS_DIR": "/tokens", "PROFILE": p.profile},
+        secret_env={"GITEA_ADMIN_PASSWORD": "gitea_admin_password", "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password"},
+        mounts=(Mount(data(p, "tokens"), "/tokens"),), one_shot=True)
+
+
+def model(p: Profile, c: Placement) -> ServiceSpec:
+    """The demo's stand-in model: it only checks the credential the egress proxy injects."""
+    return ServiceSpec(image=p.image("egress-proxy"), env={"STANDIN": "model", "PORT": str(HTTP_PORT)},
+                       secret_env={"EXPECTED_TOKEN_SHA256": "llm_upstream_token"}, healthcheck=http_check(HTTP_PORT))
+
+
+def router(p: Profile, c: Placement) -> ServiceSpec:
+    return ServiceSpec(
+        image=p.image("mini-router"), memory_mb=p.router_memory_gib * contract.GIB_MB, stopped_on_purpose=True,
+        env={**member_env(p, c), "MINI_ROUTER_STUCK_MS": str(p.mini_router_stuck_ms), "PORT": str(HTTP_PORT),
+             "MYSQL_HOST": address(p, "mysql"), "MYSQL_MAX_POOL": str(contract.CONNECTIONS_PER_ROUTER),
+             "IDLE_NUDGE_S": str(p.idle_nudge_s), "IDLE_CHECK_S": str(p.idle_check_s)},
+        secret_env={"MYSQL_PASSWORD": "mysql_root_password"}, healthcheck=http_check(HTTP_PORT))
+
+
+def worker(p: Profile, c: Placement) -> ServiceSpec:
+    assert c.task is not None and c.index is not None
+    pd = ProfileDir.of(p)
+    agent = contract.agent_id(c.task, c.index)
+    team = p.kind == "team"
+    return ServiceSpec(
+        image=p.worker_image(c.task), memory_mb=p.worker_memory_gib * contract.GIB_MB, user=contract.WORKER_USER,
+        stopped_on_purpose=True,
+        env={**member_env(p, c), **model_env(p), "TOKEN_SERVICE_URL": url(p, "secret-service"),
+             "LLM_PROXY_URL": url(p, "egress-proxy"),
+             "ROUTER_URL": f"http://{c.router_ip}:{HTTP_PORT}" if team else "",
+             "PBENCH_WAKE_OFFSET_S": str(p.task_budget.worker_offsets[c.index - 1]),
+             "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
+             "TEAM_REPO": f"{contract.TEAM_ORG}/{contract.task_slug(c.task)}", "WORKERS": str(p.workers),
+             "BASELINE": "0" if team else "1", "REFERENCE_BINARY": contract.REFERENCE_BINARY},
+        secret_env={contract.PROXY_CREDENTIAL_ENV: "worker_proxy_token"},
+        mounts=(Mount(str(p.checkout_dir / "prompts"), "/opt/agensh/prompts", read_only=True),
+                Mount(str(pd.archive_dir(agent, p.run_id)), "/archive"))
+        + (() if team else (Mount(str(pd.workspace), "/workspace"),)))
+
+
+SNAPSHOT_LOOP = ("while sleep \"$SNAPSHOT_SECONDS\"; do git -C /workspace add -A && git -C /workspace "
+                 "-c user.name=snapshot -c user.email=snapshot@agensh.local commit -q -m \"snapshot $(date -u +%FT%TZ)\" "
+                 "&& echo \"snapshot $(date -u +%FT%TZ)\"; done")
+
+
+def snapshot(p: Profile, c: Placement) -> ServiceSpec:
+    """The baseline's sidecar: commits the worker's non-ignored changes every snapshot_seconds; no network."""
+    assert c.task is not None
+    return ServiceSpec(image=p.worker_image(c.task), user=contract.WORKER_USER, entrypoint=("sh", "-c"),
+                       command=(SNAPSHOT_LOOP,), env={"SNAPSHOT_SECONDS": str(p.snapshot_seconds)},
+                       stopped_on_purpose=True, mounts=(Mount(str(ProfileDir.of(p).workspace), "/workspace"),))
+
+
+# The table. Platform roles are listed in start order; `slot` fixes their addresses for good (never renumber).
+ROLES: dict[str, Role] = {r.name: r for r in (
+    Role("mysql", mysql, port=3306, slot=0, operator_port=4),
+    Role("gitea", gitea, port=3000, slot=1, operator_port=0, after=("mysql",)),
+    Role("mattermost", mattermost, port=8065, slot=2, operator_port=1, after=("mysql",)),
+    Role("board", board, slot=3, operator_port=2),
+    Role("secret-service", secret_service, slot=4, operator_port=3),
+    Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, kinds=("team", "baseline")),
+    Role("model", model, networks=("egress",), kinds=()),  # only with model_standin (the demo)
+    Role("bootstrap", bootstrap, slot=6, after=("gitea", "mattermost", "secret-service")),
+    Role("router", router, per_task=True),
+    Role("worker", worker, per_task=True, kinds=("team", "baseline")),
+    Role("snapshot", snapshot, networks=(), per_task=True, kinds=("baseline",)),
+)}
+PLATFORM = tuple(name for name, r in ROLES.items() if not r.per_task)
+OPERATOR_ROLES = tuple(name for name, r in ROLES.items() if r.operator_port is not None)
+
+
+def platform_roles(p: Profile) -> list[Role]:
+    """The platform services this profile runs, in start order."""
+    return [r for r in ROLES.values()
+            if not r.per_task and (p.kind in r.kinds or (r.name == "model" and p.model_standin))]
+
+
+def spec(p: Profile, c: Placement) -> ServiceSpec:
+    return ROLES[c.role].spec(p, c)

@@ -1,0 +1,134 @@
+"""Where every file of a profile lands: the only module that knows the layout of profile data and run directories.
+
+    <data root>/<profile>/                      ProfileDir: kept by `make down`, removed by destroy
+        data/<service>/...                      service data (MySQL, Gitea, Mattermost, board, tokens)
+        data/agents/<agent>/shutdown/<run id>/  a worker's sealed HOME and workspace (state.tar.gz)
+        data/workspace/                         the baseline worker's workspace repository
+        <run id>/                               RunDir: one experiment run
+            run_manifest.json, result_index.jsonl, receipts/<step>.json (run-level steps),
+            provenance.json, status.json, cc.log (baseline)
+            <task id>/                          submission.tar.gz, <task>.eval.json (untouched original),
+                                                <task>.eval.<n>.json (earlier attempts), score.json, evaluate.log,
+                                                ramp.json, receipts/<step>.json, result_index.jsonl, RUN_FAILED,
+                                                EXPORT_FAILED
+
+Pure paths and small file operations, no Pulumi: components use it for mounts and step inputs, the step
+programs for every read and write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .profile import Profile
+
+RUN_FAILED = "RUN_FAILED"
+EXPORT_FAILED = "EXPORT_FAILED"
+MARKERS = (RUN_FAILED, EXPORT_FAILED)
+
+
+@dataclass(frozen=True)
+class ProfileDir:
+    path: Path
+
+    @classmethod
+    def of(cls, p: Profile) -> ProfileDir:
+        return cls(Path(p.data_root).expanduser() / p.profile)
+
+    def data(self, *parts: str) -> Path:
+        return self.path.joinpath("data", *parts)
+
+    def run(self, run_id: str) -> RunDir:
+        return RunDir(self.path / run_id)
+
+    def archive_dir(self, agent: str, run_id: str) -> Path:
+        """Where a worker seals its HOME and workspace at shutdown (`state.tar.gz`)."""
+        return self.data("agents", agent, "shutdown", run_id)
+
+    @property
+    def gitea_repositories(self) -> Path:
+        """Where Gitea keeps its repositories in the profile's data (its `/data`): the export's fallback."""
+        return self.data("gitea", "git", "repositories")
+
+    @property
+    def workspace(self) -> Path:
+        return self.data("workspace")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @classmethod
+    def of(cls, p: Profile) -> RunDir:
+        return ProfileDir.of(p).run(p.run_id)
+
+    # run level
+    @property
+    def manifest(self) -> Path:
+        return self.path / "run_manifest.json"
+
+    @property
+    def index(self) -> Path:
+        return self.path / "result_index.jsonl"
+
+    @property
+    def provenance(self) -> Path:
+        return self.path / "provenance.json"
+
+    @property
+    def status(self) -> Path:
+        return self.path / "status.json"
+
+    @property
+    def activity_log(self) -> Path:
+        """The baseline worker's native activity log."""
+        return self.path / "cc.log"
+
+    # task level
+    def task(self, task_id: str) -> Path:
+        return self.path / task_id
+
+    def task_index(self, task_id: str) -> Path:
+        return self.task(task_id) / "result_index.jsonl"
+
+    def submission(self, task_id: str) -> Path:
+        return self.task(task_id) / "submission.tar.gz"
+
+    def eval_json(self, task_id: str) -> Path:
+        """ProgramBench's own result, never changed (`programbench eval RUN` writes it here)."""
+        return self.task(task_id) / f"{task_id}.eval.json"
+
+    def earlier_evals(self, task_id: str) -> list[Path]:
+        return sorted(self.task(task_id).glob(f"{task_id}.eval.*.json"))
+
+    def eval_attempt(self, task_id: str, n: int) -> Path:
+        return self.task(task_id) / f"{task_id}.eval.{n}.json"
+
+    def evaluate_log(self, task_id: str) -> Path:
+        return self.task(task_id) / "evaluate.log"
+
+    def score(self, task_id: str) -> Path:
+        return self.task(task_id) / "score.json"
+
+    def ramp(self, task_id: str) -> Path:
+        """The checkpoint of when the task's ramp started, so a resumed `up` keeps its clock."""
+        return self.task(task_id) / "ramp.json"
+
+    def receipt(self, step: str, task_id: str | None = None) -> Path:
+        return (self.task(task_id) if task_id else self.path) / "receipts" / f"{step}.json"
+
+    def marker(self, task_id: str | None, name: str) -> Path:
+        return (self.task(task_id) if task_id else self.path) / name
+
+    def markers(self, task_id: str) -> list[str]:
+        """Failure markers standing against a task (its own, or the run's)."""
+        return [m for m in MARKERS if self.marker(task_id, m).exists() or self.marker(None, m).exists()]
+
+    def task_ids(self) -> list[str]:
+        """Task directories present (a task appears once a step wrote into it)."""
+        return sorted(p.name for p in self.path.iterdir() if p.is_dir() and p.name != "receipts") \
+            if self.path.is_dir() else []

@@ -1,0 +1,122 @@
+"""What each step program is given: one pydantic model per step, built by the components and parsed by the step
+(`AGENSH_INPUT`, JSON). Secrets are never here: a step gets them in variables of their own.
+
+The inputs are part of the step's identity: Pulumi replaces (re-runs) a step when they change, and the step
+replays its receipt instead of working again when a receipt with the same inputs digest is already `ok`
+(see `components/steps.py` for which state decides what).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Inputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_dir: str
+
+
+class TaskInputs(Inputs):
+    task_id: str
+
+
+class ProfileDataInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    profile_dir: str
+    profile: str
+
+
+class PreflightHostInputs(Inputs):
+    profile: str
+    host_units: str
+    host_units_receipt: str = ""  # the host units' install receipt (known after they are installed)
+    images: list[str]
+    worker_images: list[str]
+    revisioned_images: list[str]
+    checkout_revision: str | None
+    subnets: list[str]
+    networks: list[str]
+    ports: list[int]
+    limits: dict[str, int]  # the team limits as rendered (contract.team_limit_problems' arguments)
+
+
+class PreflightModelInputs(Inputs):
+    model: str
+    effort: str
+    proxy_url: str
+
+
+class ManifestInputs(Inputs):
+    project_dir: str
+    checkout: str
+    profile: dict[str, Any]
+    profile_digest: str
+    images: dict[str, str] = Field(default_factory=dict)  # image name -> id (known after the images exist)
+    attempt: int = 1
+
+
+class GiteaInputs(TaskInputs):
+    gitea_url: str
+    gitea_user: str
+    repo: str
+    gitea_repositories: str
+
+
+class SeedInputs(GiteaInputs):
+    cleanroom_image: str
+    archive_dirs: list[str]
+
+
+class MattermostInputs(TaskInputs):
+    mattermost_url: str
+    mattermost_user: str
+
+
+class KickoffInputs(MattermostInputs):
+    prompt: str
+    budget_s: float
+    kickoff_s: float
+
+
+class RemindersInputs(MattermostInputs):
+    minutes: list[int]
+
+
+class ShutdownInputs(TaskInputs):
+    grace_s: int
+    workers: dict[str, str]  # container name -> archive directory
+    routers: list[str]
+
+
+class EvaluateInputs(TaskInputs):
+    profile: str
+    docker_cpus: int | None
+    pytest_addopts: str
+    memory_gib: int
+    docker_org: str
+    blob_dir: str | None
+    attempt: int
+
+
+class ScoreInputs(TaskInputs):
+    attempt: int
+
+
+class BaselineSeedInputs(TaskInputs):
+    workspace: str
+    cleanroom_image: str
+    budget_s: float
+    archive_dirs: list[str]
+    provenance: dict[str, Any]
+
+
+class BaselineStopInputs(TaskInputs):
+    workspace: str
+    worker: str
+    sidecar: str
+    archive_dir: str
+    grace_s: int

@@ -1,0 +1,74 @@
+"""The contract is the one place of its facts: changing a limit there moves profile validation, the policy pack
+and the preflight together, and no literal of it is written again elsewhere."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from components import contract
+from components.profile import ProfileError, parse_profile
+from policies import rules
+from scripts.preflight import check_limits
+from tests.unit.test_policies import C, check, check_stack, container, labels, worker
+from tests.unit.test_profile import raw
+
+ROOT = Path(__file__).resolve().parents[2]
+# Literals only components/contract.py may spell (the shell scripts installed on hosts carry their own copies).
+LITERALS = ["agensh.profile", "agensh.role", "agensh.task", "agensh.kind", "agensh.run-id", "agensh.checkout-revision",
+            "com.docker.compose.project", "10000", "task_cleanroom", "_1776_", "gpt-5.6-sol", "/opt/pbench/executable",
+            "pbench-admin", "town-square", "LLM_UPSTREAM_TOKEN", "LLM_PROXY_TOKEN", '"omcgitea', "'omcgitea",
+            "65536", "8192"]
+
+
+def test_no_literal_of_the_contract_is_written_twice():
+    found = []
+    for folder in ("components", "policies", "scripts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path == ROOT / "components" / "contract.py":
+                continue
+            text = path.read_text()
+            found += [f"{path.relative_to(ROOT)}: {lit}" for lit in LITERALS if lit in text]
+    assert found == []
+    contract_text = (ROOT / "components" / "contract.py").read_text()
+    assert [lit for lit in LITERALS if lit not in contract_text] == ["'omcgitea", "65536", "8192"]  # derived there
+
+
+def team_rendered(workers: int, max_connections: int) -> list:
+    members = [(C, worker(name=f"w{i}")) for i in range(workers)]
+    members += [(C, container("router", name=f"r{i}", labels=labels("router", "t"))) for i in range(workers)]
+    mysql = container("mysql", command=["mysqld", f"--max-connections={max_connections}"])
+    return members + [(C, container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=400"])), (C, mysql)]
+
+
+LIMITS = {"workers": 200, "routers": 200, "administrators": 2, "mm_max_users": 400, "mysql_max_connections": 1000,
+          "platform_connections": 100}
+
+
+class Rendered:
+    limits = LIMITS
+
+
+def test_one_limit_changed_in_the_contract_moves_every_check(monkeypatch: pytest.MonkeyPatch):
+    profile = raw(workers=200, mm_max_users_per_team=400)
+    parse_profile(profile)  # 4 x 200 + 100 = 900 <= 1000
+    assert check_stack(rules.team_limits, team_rendered(200, 1000)) == []
+    assert check_limits(Rendered()).startswith("team limits hold")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(contract, "CONNECTIONS_PER_ROUTER", 5)  # 5 x 200 + 100 = 1100 > 1000
+    with pytest.raises(ProfileError, match="must cover 5 per router x 200"):
+        parse_profile(profile)
+    assert any("must cover 5 per router x 200" in m for m in check_stack(rules.team_limits, team_rendered(200, 1000)))
+    with pytest.raises(AssertionError, match="must cover 5 per router x 200"):
+        check_limits(Rendered())  # type: ignore[arg-type]
+
+
+def test_memory_ceiling_changed_in_the_contract(monkeypatch: pytest.MonkeyPatch):
+    assert check(rules.memory_ceilings, C, worker()) == []
+    monkeypatch.setattr(contract, "WORKER_MEMORY_MAX_GIB", 32)
+    with pytest.raises(ProfileError, match="worker ceiling is 32768 MB"):
+        parse_profile(raw())
+    assert re.search("worker ceiling is 32768 MB", check(rules.memory_ceilings, C, worker())[0])
+    assert parse_profile(raw(worker_memory_gib=32)).worker_memory_gib == 32
