@@ -43,3 +43,27 @@ def isolated_env(tmp: Path, passphrase: str, **extra: str) -> dict[str, str]:
     env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp / 'state'}", PULUMI_CONFIG_PASSPHRASE=passphrase, **extra)
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     return env
+
+
+def free_octet(first: int = 160, last: int = 240) -> int:
+    """An octet X whose 10.X.0.0/16 no Docker network and no host route uses, so several test runs (or a test beside
+    a user's stacks) never collide. Chosen at random in [first, last]."""
+    import ipaddress
+    import json
+    import random
+    import subprocess
+
+    used: list[ipaddress.IPv4Network] = []
+    ids = subprocess.run(["docker", "network", "ls", "-q"], capture_output=True, text=True).stdout.split()
+    for net in json.loads(subprocess.run(["docker", "network", "inspect", *ids], capture_output=True,
+                                         text=True).stdout or "[]") if ids else []:
+        used += [ipaddress.ip_network(c["Subnet"]) for c in (net.get("IPAM") or {}).get("Config") or []
+                 if ":" not in c.get("Subnet", ":")]
+    routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout.split()
+    used += [ipaddress.ip_network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
+    octets = list(range(first, last + 1))
+    random.shuffle(octets)
+    for octet in octets:
+        if not any(ipaddress.ip_network(f"10.{octet}.0.0/16").overlaps(u) for u in used):
+            return octet
+    raise RuntimeError(f"no free 10.X.0.0/16 with X in {first}..{last}")

@@ -9,7 +9,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from scripts.sandbox import isolated_env, profile_config, project_copy
+from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 from tests.integration.test_demo import labelled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,10 +17,10 @@ TASK = "testorg__calculator.abc1234"
 
 
 def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
-    profile = f"baseit-{uuid.uuid4().hex[:4]}"
+    profile, octet = f"baseit-{uuid.uuid4().hex[:4]}", free_octet()
     proj = project_copy(tmp_path, profile, profile_config(
-        "demo-baseline.profile.yaml", profile=profile, pair_with=None, internal_subnet="10.176.242.0/24",
-        egress_subnet="10.176.243.0/24", llm_upstream="http://10.176.243.3:8080", data_root=str(tmp_path / "data"),
+        "demo-baseline.profile.yaml", profile=profile, pair_with=None, internal_subnet=f"10.{octet}.242.0/24",
+        egress_subnet=f"10.{octet}.243.0/24", llm_upstream=f"http://10.{octet}.243.3:8080", data_root=str(tmp_path / "data"),
         keep_pulled_images=True))
     env = isolated_env(tmp_path, "base-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 

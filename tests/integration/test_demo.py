@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.sandbox import isolated_env, profile_config, project_copy
+from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
@@ -33,9 +33,9 @@ def labelled(profile: str) -> dict[str, list[str]]:
 @pytest.fixture
 def demo(tmp_path: Path, pulumi_engine: str):
     """A copy of the project whose stack `demoit` is the demo profile under its own name, octet and data root."""
-    profile = f"demoit-{uuid.uuid4().hex[:4]}"
+    profile, octet = f"demoit-{uuid.uuid4().hex[:4]}", free_octet()
     proj = project_copy(tmp_path, profile, profile_config(
-        "demo.profile.yaml", profile=profile, subnet_octet=247, llm_upstream="http://10.247.255.3:8080",
+        "demo.profile.yaml", profile=profile, subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080",
         data_root=str(tmp_path / "data"), keep_pulled_images=True))
     env = isolated_env(tmp_path, "demo-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
