@@ -20,6 +20,17 @@ class Record(BaseModel):
 
 
 # --- step results --------------------------------------------------------------------------------------------
+class Event(Record):
+    """Something that happened at a time (a worker woken, a nudge posted): a result may list them for the timeline
+    of `status` and the report. `end` makes it a span; `late_s` says how late against its plan."""
+
+    kind: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    at: float  # epoch seconds
+    end: float | None = None
+    label: str = ""
+    late_s: float | None = None
+
+
 class Check(Record):
     ok: bool
     detail: str
