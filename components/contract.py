@@ -16,6 +16,20 @@ PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9-]*")  # REQUIREMENTS 9
 RUN_ID_RE = re.compile(r"\d{8}t\d{6}z")  # REQUIREMENTS 8: date -u +%Y%m%dt%H%M%Sz
 
 
+# Docker references (https://github.com/distribution/reference): a repository path with an optional registry host,
+# then a tag or a digest. Nothing may start with "-", which `docker` would read as an option.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)"
+REPOSITORY_RE = re.compile(rf"{_HOST}?{_COMPONENT}(?:/{_COMPONENT})*")
+TAG_RE = re.compile(r"[\w][\w.-]{0,127}")
+DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+IMAGE_RE = re.compile(rf"{REPOSITORY_RE.pattern}(?::{TAG_RE.pattern})?(?:@{DIGEST_RE.pattern})?")
+# Directories no profile may put its data in (destroy deletes <data root>/<profile>) and no worker may mount.
+SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media", "/mnt", "/opt",
+               "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/var/lib", "/var/run",
+               "/var/lib/docker")
+
+
 def task_slug(task_id: str) -> str:
     """`jgm__pandoc.5caad90` -> `jgm-pandoc-5caad90`: usable in image and container names."""
     return re.sub(r"[^a-z0-9]+", "-", task_id.lower()).strip("-")

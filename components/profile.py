@@ -15,6 +15,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -240,8 +241,14 @@ class ProfileError(ValueError):
 def from_config_strings(values: dict[str, str]) -> dict[str, Any]:
     """Config values as Pulumi hands them over (strings; structured values as JSON) -> raw profile values."""
     out: dict[str, Any] = {}
+    problems = []
     for key, value in values.items():
-        out[key] = json.loads(value) if value.lstrip()[:1] in ("[", "{") else value
+        try:
+            out[key] = json.loads(value) if value.lstrip()[:1] in ("[", "{") else value
+        except json.JSONDecodeError as err:
+            problems.append((key, f"not valid JSON ({err.msg} at character {err.pos})"))
+    if problems:
+        raise ProfileError(problems)
     return out
 
 
@@ -286,10 +293,9 @@ def check(p: Profile) -> list[tuple[str, str]]:
     if p.deadline_seconds is not None and p.deadline_seconds != contract.deadline_s(p.hours):
         out.append(("deadline_seconds", f"{p.deadline_seconds} disagrees with hours={p.hours} "
                                         f"({contract.deadline_s(p.hours)} s)"))
-    if p.llm_upstream.rstrip("/").endswith("/v1/responses"):
-        out.append(("llm_upstream", "give the base URL, without /v1/responses"))
-    if not re.match(r"^https?://", p.llm_upstream):
-        out.append(("llm_upstream", "expected an http(s) URL"))
+    out += _check_upstream(p.llm_upstream)
+    out += _check_images(p)
+    out += _check_paths(p)
     if p.kind == "baseline":
         if p.workers != 1:
             out.append(("workers", "a baseline has exactly one worker"))
@@ -347,6 +353,62 @@ def _check_subnets(p: Profile) -> list[tuple[str, str]]:
         out.append(("egress_subnet", f"{egress} overlaps the internal subnet {internal}"))
     if egress is not None and egress.num_addresses < 8:
         out.append(("egress_subnet", f"{egress} is too small for the egress proxy and gateway"))
+    return out
+
+
+def _check_upstream(url: str) -> list[tuple[str, str]]:
+    """The gateway's base URL: http(s), a host, and nothing secret or extra (it is recorded in plain provenance)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as err:
+        return [("llm_upstream", f"not a URL: {err}")]
+    out = []
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        out.append(("llm_upstream", "expected an http(s) URL with a host"))
+    if parts.username or parts.password:
+        out.append(("llm_upstream", f"carries credentials; give the token as {contract.MODEL_CREDENTIAL_ENV} (kept "
+                                    "encrypted), not in the URL"))
+    if parts.query or parts.fragment:
+        out.append(("llm_upstream", "has a query or fragment; give the plain base URL"))
+    if parts.path.rstrip("/").endswith("/v1/responses"):
+        out.append(("llm_upstream", "give the base URL, without /v1/responses"))
+    return out
+
+
+def _check_images(p: Profile) -> list[tuple[str, str]]:
+    out = []
+    for key in [k for k in Profile.model_fields if k.endswith("_image")]:
+        if not contract.IMAGE_RE.fullmatch(getattr(p, key)):
+            out.append((key, f"{getattr(p, key)!r} is not a Docker image reference (repository[:tag][@sha256:...])"))
+    if not contract.REPOSITORY_RE.fullmatch(p.cleanroom_org):
+        out.append(("cleanroom_org", f"{p.cleanroom_org!r} is not a Docker repository path"))
+    if not contract.TAG_RE.fullmatch(p.agent_image_tag):
+        out.append(("agent_image_tag", f"{p.agent_image_tag!r} is not a Docker tag"))
+    return out
+
+
+def _check_paths(p: Profile) -> list[tuple[str, str]]:
+    """destroy deletes <data root>/<profile>: the data root must be an absolute directory of its own."""
+    out = []
+    roots = {}
+    for key in ("data_root", "traj_root"):
+        value = getattr(p, key)
+        path = Path(value).expanduser() if value else None
+        if path is None or not path.is_absolute():
+            out.append((key, f"{value!r}: give an absolute path (~ is allowed)"))
+            continue
+        resolved = path.resolve()
+        if str(resolved) in contract.SYSTEM_DIRS or resolved == Path.home().resolve():
+            out.append((key, f"{value!r} is a system directory; give a directory of its own, e.g. ~/.agensh/data"))
+            continue
+        roots[key] = resolved
+    if len(roots) == 2:
+        profile_dir = roots["data_root"] / p.profile
+        if roots["traj_root"] == profile_dir or profile_dir in roots["traj_root"].parents:
+            out.append(("traj_root", f"is inside the profile's data ({profile_dir}), which destroy deletes"))
+    if p.ssh_key_path and not Path(p.ssh_key_path).expanduser().is_absolute():
+        out.append(("ssh_key_path", "give an absolute path (~ is allowed)"))
     return out
 
 

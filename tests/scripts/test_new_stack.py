@@ -73,3 +73,23 @@ def test_env_file_values_and_mode_warning(project: Path, tmp_path: Path, monkeyp
     doc = yaml.safe_load((project / "stacks" / "Pulumi.cohort-w8.yaml").read_text())["config"]
     assert doc["agensh:llm_upstream"] == "https://from-file.example"
     assert secret(project, "llm_upstream_token") == "tok-" + "x" * 20  # the exported value wins over the file
+
+
+@pytest.mark.parametrize("args,key", [
+    (("../../evil", "--tasks", TASK), "stack name"),
+    (("cohort-w8", "--tasks", TASK, "--set", "profile=demo\n"), "agensh:profile"),
+    (("cohort-w8", "--tasks", TASK, "--set", "run_id=20261129t000000z\n"), "agensh:run_id"),
+    (("cohort-w8", "--tasks", TASK, "--set", "data_root=/"), "agensh:data_root"),
+    (("cohort-w8", "--tasks", TASK, "--set", "data_root=relative/data"), "agensh:data_root"),
+    (("cohort-w8", "--tasks", TASK, "--set", "data_root="), "agensh:data_root"),
+    (("cohort-w8", "--tasks", TASK, "--set", "llm_upstream=https://user:tok@host/?key=x"), "agensh:llm_upstream"),
+    (("cohort-w8", "--tasks", TASK, "--set", "cleanroom_org=-x"), "agensh:cleanroom_org"),
+])
+def test_hostile_inputs_are_refused_and_nothing_is_written(project: Path, args, key):
+    before = sorted(p.name for p in (project / "stacks").iterdir())
+    out = run(project, *args, "--checkout", "/opt/agensh")
+    assert out.returncode == 2 and key in out.stderr, out.stderr
+    assert sorted(p.name for p in (project / "stacks").iterdir()) == before
+    assert not (project.parent / "evil").exists() and not list(project.parent.glob("Pulumi.*"))
+    listed = subprocess.run(["pulumi", "stack", "ls", "--json"], cwd=project, capture_output=True, text=True)
+    assert "cohort-w8" not in listed.stdout and "evil" not in listed.stdout

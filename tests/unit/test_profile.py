@@ -89,11 +89,37 @@ def test_problems_are_reported_together_with_their_keys():
     ({"kind": "baseline", "workers": 2}, "workers", "exactly one worker"),
     ({"kind": "baseline", "workers": 1, "tasks": [TASK, CALC]}, "tasks", "exactly one task"),
     ({"wokers": 3}, "wokers", "unknown setting"),
+    ({"profile": "demo\n"}, "profile", "lowercase letters"),
+    ({"run_id": "20261129t101500z\n"}, "run_id", "YYYYMMDDtHHMMSSz"),
+    ({"data_root": "/"}, "data_root", "system directory"),
+    ({"data_root": "/home"}, "data_root", "system directory"),
+    ({"data_root": "data"}, "data_root", "absolute path"),
+    ({"data_root": ""}, "data_root", "absolute path"),
+    ({"traj_root": "/srv/d/cohort-w8/copies", "data_root": "/srv/d"}, "traj_root", "inside the profile's data"),
+    ({"llm_upstream": "https://user:tok@host/"}, "llm_upstream", "carries credentials"),
+    ({"llm_upstream": "https://host/?key=x"}, "llm_upstream", "query or fragment"),
+    ({"llm_upstream": "https://host:99999"}, "llm_upstream", "not a URL"),
+    ({"cleanroom_org": "-x"}, "cleanroom_org", "not a Docker repository path"),
+    ({"board_image": "--privileged"}, "board_image", "not a Docker image reference"),
+    ({"agent_image_tag": "-t"}, "agent_image_tag", "not a Docker tag"),
     ({"profile": "a-very-long-profile-name-that-goes-on"}, "profile", "exceed 63 characters"),
 ])
 def test_each_rule(over, key, fragment):
     got = problems(**over)
     assert any(k == key and fragment in m for k, m in got), got
+
+
+def test_structured_config_that_is_not_json_names_its_key():
+    from components.profile import from_config_strings
+    with pytest.raises(ProfileError) as err:
+        from_config_strings({"tasks": "[\"a\",", "workers": "8"})
+    assert err.value.problems[0][0] == "tasks" and "not valid JSON" in err.value.problems[0][1]
+
+
+def test_image_references_and_paths_that_are_fine():
+    p = parse_profile(raw(board_image="reg.local:5000/team/board:v1.2", cleanroom_org="reg.local:5000/pb",
+                          mysql_image="mysql@sha256:" + "a" * 64, data_root="~/agensh-data"))
+    assert p.board_image == "reg.local:5000/team/board:v1.2"
 
 
 def test_hours_and_deadline_agree():
