@@ -1,6 +1,6 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test demo demo-destroy down
+.PHONY: setup test demo demo-destroy down preview up
 
 setup:
 	@bash scripts/setup.sh
@@ -17,3 +17,15 @@ demo-destroy:
 down:
 	@test -n "$(PROFILE)" || { echo "usage: make down PROFILE=<profile>"; exit 2; }
 	@bash scripts/down.sh "$(PROFILE)"
+
+# The documented launch: the policy pack (with the stack's own numbers, stacks/<stack>.policy.json) checks the preview
+# before anything changes.
+PACK = --policy-pack policies $(if $(wildcard stacks/$(STACK).policy.json),--policy-pack-config stacks/$(STACK).policy.json)
+
+preview:
+	@test -n "$(STACK)" || { echo "usage: make preview STACK=<stack>"; exit 2; }
+	@. scripts/env.sh && pulumi preview -s "$(STACK)" $(PACK)
+
+up:
+	@test -n "$(STACK)" || { echo "usage: make up STACK=<stack>"; exit 2; }
+	@. scripts/env.sh && pulumi up -s "$(STACK)" $(PACK)

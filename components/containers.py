@@ -54,6 +54,8 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         entrypoints=list(s.entrypoint) if s.entrypoint else None,
         network_mode="none" if not attach else None,
         user=s.user,
+        capabilities=docker.ContainerCapabilitiesArgs(drops=["ALL"]) if s.sandboxed else None,
+        security_opts=["no-new-privileges"] if s.sandboxed else None,
         memory=s.memory_mb,
         healthcheck=health,
         wait=bool(s.healthcheck) and not s.one_shot,

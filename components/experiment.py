@@ -22,7 +22,7 @@ from .networks import Networks
 from .platform import Platform
 from .profile import Profile
 from .roles import url
-from .rundir import ProfileDir, RunDir
+from .rundir import PRESERVE_RUN, CopyDir, ProfileDir, RunDir
 from .steps import Step
 from .team import Team
 from .topology import members, network_names, placements
@@ -42,10 +42,12 @@ class Experiment(pulumi.ComponentResource):
         self.checkout = p.checkout_path(project_dir)
         self.revision = checkout_revision(self.checkout)
         self.run_dir = str(RunDir.of(p).path)
+        self.copy_dir = str(CopyDir.of(p.traj_root, p.profile, p.run_id).path)
 
-        data = Step(f"{name}-profile-data", "profile_data",
-                    si.ProfileDataInputs(profile_dir=str(ProfileDir.of(p).path), profile=p.profile),
-                    self.opts(), args="create", delete=f"{Step.python()} -m scripts.profile_data delete")
+        self.data_inputs = si.ProfileDataInputs(profile_dir=str(ProfileDir.of(p).path), profile=p.profile,
+                                                traj_root=p.traj_root)
+        data = Step(f"{name}-profile-data", "profile_data", self.data_inputs, self.opts(), args="create",
+                    delete=f"{Step.python()} -m scripts.profile_data delete")
         self.host_units = None
         if p.host_units != "off":
             key = Path(p.ssh_key_path).expanduser().read_text() if p.ssh_key_path else None
@@ -97,7 +99,7 @@ class Experiment(pulumi.ComponentResource):
             late={"host_units_receipt": self.host_units.receipt} if self.host_units else None)
         manifest_inputs = si.ManifestInputs(
             run_dir=self.run_dir, project_dir=str(self.project_dir), checkout=str(self.checkout),
-            profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt)
+            profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt, copy_dir=self.copy_dir)
         manifest = Step(f"{name}-manifest-start", "manifest", manifest_inputs, self.opts(preflight), args="start",
                         once_per_run=p.run_id, late={"images": self.images.ids})
         self.platform = Platform(f"{name}-platform", p, self.networks, self.images, secrets,
@@ -108,26 +110,44 @@ class Experiment(pulumi.ComponentResource):
             once_per_run=p.run_id)
 
         scores: list[Step] = []
+        copies: list[Step] = []
         previous_shutdown: Step | None = None
         run_task = self._baseline_task if p.kind == "baseline" else self._team_task
         for task in p.tasks:
             slug = contract.task_slug(task)
             shutdown = run_task(task, [model_check, previous_shutdown])
             previous_shutdown = shutdown
-            if p.skip_eval:
-                continue
-            evaluate = Step(f"{name}-{slug}-evaluate", "evaluate", si.EvaluateInputs(
-                run_dir=self.run_dir, task_id=task, docker_cpus=p.eval_docker_cpus, pytest_addopts=p.eval_pytest_addopts,
-                memory_gib=p.eval_memory_gib, docker_org=p.cleanroom_org, blob_dir=p.eval_blob_dir,
-                profile=p.profile, attempt=p.eval_attempt), self.opts(shutdown), triggers=[p.eval_attempt])
-            scores.append(Step(f"{name}-{slug}-score", "score", si.ScoreInputs(
-                run_dir=self.run_dir, task_id=task, attempt=p.eval_attempt), self.opts(evaluate),
-                triggers=[p.eval_attempt]))
-        finish = Step(f"{name}-manifest-finish", "manifest", manifest_inputs, self.opts(*scores, previous_shutdown),
-                      args="finish", triggers=[p.eval_attempt])
+            last: Step = shutdown
+            if not p.skip_eval:
+                evaluate = Step(f"{name}-{slug}-evaluate", "evaluate", si.EvaluateInputs(
+                    run_dir=self.run_dir, task_id=task, docker_cpus=p.eval_docker_cpus,
+                    pytest_addopts=p.eval_pytest_addopts, memory_gib=p.eval_memory_gib, docker_org=p.cleanroom_org,
+                    blob_dir=p.eval_blob_dir, profile=p.profile, attempt=p.eval_attempt), self.opts(shutdown),
+                    triggers=[p.eval_attempt])
+                last = Step(f"{name}-{slug}-score", "score", si.ScoreInputs(
+                    run_dir=self.run_dir, task_id=task, attempt=p.eval_attempt), self.opts(evaluate),
+                    triggers=[p.eval_attempt])
+                scores.append(last)
+            copies.append(Step(f"{name}-{slug}-preserve", "preserve", si.PreserveInputs(
+                run_dir=self.run_dir, task_id=task, copy_dir=self.copy_dir, archive_dirs=self._archives(task)),
+                self.opts(last), args="task", triggers=[p.eval_attempt]))
+        finish = Step(f"{name}-manifest-finish", "manifest", manifest_inputs, self.opts(*copies), args="finish",
+                      triggers=[p.eval_attempt])
+        # The run's last step, so the first a destroy deletes: its delete refuses while results would be lost.
+        Step(f"{name}-{PRESERVE_RUN}", "preserve", si.PreserveInputs(
+            run_dir=self.run_dir, task_id=None, copy_dir=self.copy_dir,
+            archive_dirs={a: d for t in p.tasks for a, d in self._archives(t).items()}, guard=self.data_inputs),
+            self.opts(finish), args="run", triggers=[p.eval_attempt], receipt=PRESERVE_RUN,
+            delete=f"{Step.python()} -m scripts.preserve guard")
 
         return pulumi.Output.all(manifest.receipt, finish.receipt, *[s.receipt for s in scores]).apply(
             lambda r: records.provenance(p.profile, p.run_id, p.digest(), r[0], list(r[2:]), r[1]).model_dump(mode="json"))
+
+    def _archives(self, task: str) -> dict[str, str]:
+        """Each agent of a task, and the directory its archive is sealed into in this run."""
+        pd = ProfileDir.of(self.p)
+        return {agent: str(pd.archive_dir(agent, self.p.run_id))
+                for agent in (contract.agent_id(task, c.index or 0) for c in members(self.p, task, "worker"))}
 
     def _gitea(self, task: str) -> dict[str, str]:
         return {"gitea_url": url(self.p, "gitea"), "gitea_user": contract.ADMIN_USER,
@@ -138,9 +158,7 @@ class Experiment(pulumi.ComponentResource):
         """Seed -> routers and workers -> kickoff -> export -> shutdown; returns the shutdown step."""
         name, p, secrets = self.name, self.p, self.secrets
         slug = contract.task_slug(task)
-        pd = ProfileDir.of(p)
-        workers = members(p, task, "worker")
-        archives = {c.name: str(pd.archive_dir(contract.agent_id(task, c.index or 0), p.run_id)) for c in workers}
+        archives = dict(zip((c.name for c in members(p, task, "worker")), self._archives(task).values()))
         gitea_password = {"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]}
         mattermost = {"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]}
         base = {"run_dir": self.run_dir, "task_id": task}
@@ -169,7 +187,8 @@ class Experiment(pulumi.ComponentResource):
         pd = ProfileDir.of(p)
         (worker,), (sidecar,) = members(p, task, "worker"), members(p, task, "snapshot")
         archive = str(pd.archive_dir(contract.agent_id(task, 1), p.run_id))
-        base = {"run_dir": self.run_dir, "task_id": task, "workspace": str(pd.workspace)}
+        base = {"run_dir": self.run_dir, "task_id": task, "workspace": str(pd.workspace),
+                "worker_image": p.worker_image(task)}
         seed = Step(f"{name}-{slug}-baseline-seed", "baseline", si.BaselineSeedInputs(
             **base, cleanroom_image=p.cleanroom_image(task), budget_s=p.task_budget.budget_s, archive_dirs=[archive],
             provenance={"profile": p.model_dump(mode="json"), "profile_digest": p.digest(),

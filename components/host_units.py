@@ -47,7 +47,7 @@ class HostUnits(pulumi.ComponentResource):
             cmd: local.Command | remote.Command = remote.Command(
                 f"{name}-install",
                 connection=remote.ConnectionArgs(host=profile.ssh_host, port=profile.ssh_port, user=profile.ssh_user,
-                                                 private_key=ssh_private_key),
+                                                 private_key=ssh_private_key, host_key=profile.ssh_host_key),
                 create="sh -s install", delete="sh -s remove", stdin=stdin, add_previous_output_in_env=False,
                 opts=child)
         else:

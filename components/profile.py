@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import addressing, catalog, contract
 from .roles import ROLES
+from .rundir import ProfileDir
 from .schedule import Ramp, TaskBudget, budget
 
 NAMESPACE = "agensh"
@@ -102,6 +103,7 @@ class Profile(BaseModel):
     ssh_port: int = Field(22, description="SSH port")
     ssh_user: str = Field("root", description="SSH user")
     ssh_key_path: str | None = Field(None, description="SSH private key file")
+    ssh_host_key: str | None = Field(None, description="The remote host's SSH public key (`ssh-keyscan`), pinned")
 
     # Evaluation and records (REQUIREMENTS 32, 36, 41)
     data_root: str = Field("~/.agensh/data", description="Profile data and run directories")
@@ -222,7 +224,8 @@ class Profile(BaseModel):
         return {"team-limits": {"administrators": self.administrators,
                                 "platformConnections": self.mysql_platform_connections},
                 "memory-ceilings": {"workerMaxMb": self.worker_memory_gib * contract.GIB_MB,
-                                    "routerMaxMb": self.router_memory_gib * contract.GIB_MB}}
+                                    "routerMaxMb": self.router_memory_gib * contract.GIB_MB},
+                "worker-isolation": {"dataDir": str(ProfileDir(Path(self.data_root) / self.profile).data())}}
 
     def digest(self) -> str:
         """Hash of every setting, recorded in provenance."""
@@ -311,6 +314,12 @@ def check(p: Profile) -> list[tuple[str, str]]:
             out.append((key, problem))
     if p.host_units == "remote" and not p.ssh_host:
         out.append(("ssh_host", "required when host_units is remote"))
+    if p.host_units == "remote" and not p.ssh_host_key:
+        out.append(("ssh_host_key", "required when host_units is remote: the host's public key, e.g. the "
+                                    "`ssh-ed25519 AAAA...` line of `ssh-keyscan -t ed25519 <host>`, so no other host "
+                                    "can answer in its place"))
+    if p.ssh_host_key and not re.fullmatch(r"(ssh|ecdsa)-[\w@.-]+ [A-Za-z0-9+/=]+( .*)?", p.ssh_host_key.strip()):
+        out.append(("ssh_host_key", "expected a public key line such as `ssh-ed25519 AAAA...`"))
     for t in p.tasks:
         if len(contract.member_name(p.profile, t, "worker", p.workers)) > contract.MAX_NAME:
             out.append(("profile", f"names for task {t} exceed {contract.MAX_NAME} characters; use a shorter profile"))

@@ -72,6 +72,8 @@ class Manifest(Record):
     scores: dict[str, float] = Field(default_factory=dict)
     headline_requested: dict[str, Any] | None = None
     headline_benchmark: dict[str, Any] | None = None
+    copy_dir: str | None = None  # the run's verified copy outside the profile's data
+    preserved: dict[str, bool] = Field(default_factory=dict)  # task -> its copy verified
 
 
 class ManifestStart(Record):
@@ -145,6 +147,16 @@ class Score(Record):
     export_recovered_from: str | None = None
 
 
+class PreserveResult(Record):
+    """A verified copy of a task's (or the whole run's) results outside the profile's data."""
+
+    copy_dir: str
+    files: int
+    bytes: int
+    verified: bool
+    skipped: list[str] = Field(default_factory=list)  # links and special files agents left: never followed
+
+
 class BaselineSeedResult(Record):
     workspace: str
     commit: str
@@ -178,7 +190,7 @@ RESULTS: dict[str, type[Record]] = {
     "preflight-host": PreflightResult, "preflight-model": PreflightResult, "manifest-start": ManifestStart,
     "manifest-finish": ManifestFinish, "seed": SeedResult, "kickoff": KickoffResult, "reminders": RemindersResult,
     "export": ExportResult, "shutdown": ShutdownResult, "evaluate": EvaluateResult, "score": Score,
-    "baseline-seed": BaselineSeedResult,
+    "baseline-seed": BaselineSeedResult, "preserve-task": PreserveResult, "preserve-run": PreserveResult,
 }
 
 

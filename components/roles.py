@@ -42,6 +42,7 @@ class ServiceSpec:
     memory_mb: int | None = None
     entrypoint: tuple[str, ...] | None = None
     one_shot: bool = False  # runs to completion (bootstrap)
+    sandboxed: bool = False  # agent-controlled: drops every capability and may not gain privileges
     stopped_on_purpose: bool = False  # must_run off: stopped at shutdown, not recreated
 
 
@@ -168,7 +169,7 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
     team = p.kind == "team"
     return ServiceSpec(
         image=p.worker_image(c.task), memory_mb=p.worker_memory_gib * contract.GIB_MB, user=contract.WORKER_USER,
-        stopped_on_purpose=True,
+        stopped_on_purpose=True, sandboxed=True,
         env={**member_env(p, c), **model_env(p), "TOKEN_SERVICE_URL": url(p, "secret-service"),
              "LLM_PROXY_URL": url(p, "egress-proxy"),
              "ROUTER_URL": f"http://{c.router_ip}:{HTTP_PORT}" if team else "",
@@ -182,7 +183,8 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
         + (() if team else (Mount(str(pd.workspace), "/workspace"),)))
 
 
-SNAPSHOT_LOOP = ("while sleep \"$SNAPSHOT_SECONDS\"; do git -C /workspace add -A && git -C /workspace "
+SNAPSHOT_GIT = "git -C /workspace -c core.hooksPath=/dev/null -c core.fsmonitor=false -c commit.gpgSign=false"
+SNAPSHOT_LOOP = (f"while sleep \"$SNAPSHOT_SECONDS\"; do {SNAPSHOT_GIT} add -A && {SNAPSHOT_GIT} "
                  "-c user.name=snapshot -c user.email=snapshot@agensh.local commit -q -m \"snapshot $(date -u +%FT%TZ)\" "
                  "&& echo \"snapshot $(date -u +%FT%TZ)\"; done")
 
@@ -192,7 +194,8 @@ def snapshot(p: Profile, c: Placement) -> ServiceSpec:
     assert c.task is not None
     return ServiceSpec(image=p.worker_image(c.task), user=contract.WORKER_USER, entrypoint=("sh", "-c"),
                        command=(SNAPSHOT_LOOP,), env={"SNAPSHOT_SECONDS": str(p.snapshot_seconds)},
-                       stopped_on_purpose=True, mounts=(Mount(str(ProfileDir.of(p).workspace), "/workspace"),))
+                       stopped_on_purpose=True, sandboxed=True,
+                       mounts=(Mount(str(ProfileDir.of(p).workspace), "/workspace"),))
 
 
 # The table. Platform roles are listed in start order; `slot` fixes their addresses for good (never renumber).

@@ -12,6 +12,9 @@
                                                 ramp.json, receipts/<step>.json, result_index.jsonl, RUN_FAILED,
                                                 EXPORT_FAILED
 
+    <traj root>/<profile>.<run id>/             CopyDir: the verified copy of a run that destroy leaves alone
+        (the run directory's files), agents/<agent>/state.tar.gz, SHA256SUMS.json
+
 Pure paths and small file operations, no Pulumi: components use it for mounts and step inputs, the step
 programs for every read and write.
 """
@@ -25,9 +28,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .profile import Profile
 
+CREATED_MARKER = ".agensh-profile"  # written when a profile's data directory is created; destroy deletes only those
 RUN_FAILED = "RUN_FAILED"
 EXPORT_FAILED = "EXPORT_FAILED"
 MARKERS = (RUN_FAILED, EXPORT_FAILED)
+PRESERVE_RUN = "preserve-run"  # the step that copies a whole run last
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,15 @@ class ProfileDir:
 
     def data(self, *parts: str) -> Path:
         return self.path.joinpath("data", *parts)
+
+    @staticmethod
+    def holds_data(path: str, profile: str, data_dir: str | None = None) -> bool:
+        """Whether a host path lies in a profile's data (`data_dir` exactly when known, else by the layout's shape
+        `<data root>/<profile>/data/`), so the policy pack can tell a worker's mounts apart."""
+        resolved = str(Path(path)) + "/"
+        if data_dir:
+            return resolved.startswith(str(Path(data_dir).expanduser()) + "/")
+        return f"/{profile}/data/" in resolved
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.path / run_id)
@@ -56,6 +70,38 @@ class ProfileDir:
     @property
     def workspace(self) -> Path:
         return self.data("workspace")
+
+    @property
+    def created_marker(self) -> Path:
+        return self.path / CREATED_MARKER
+
+    def runs(self) -> list[RunDir]:
+        """The run directories present (every child but the service data)."""
+        return [RunDir(d) for d in sorted(self.path.iterdir()) if d.is_dir() and d.name != "data"] \
+            if self.path.is_dir() else []
+
+    def run_archives(self, run_id: str) -> dict[str, Path]:
+        """Every agent's sealed archive directory of one run, by agent id."""
+        return {d.parents[1].name: d for d in sorted(self.data("agents").glob(f"*/shutdown/{run_id}")) if d.is_dir()}
+
+
+@dataclass(frozen=True)
+class CopyDir:
+    """The verified copy of one run outside the profile's data (REQUIREMENTS 32, 34): the run directory's files as
+    they are, and each agent's archive directory under agents/<agent>/."""
+
+    path: Path
+
+    @classmethod
+    def of(cls, traj_root: str, profile: str, run_id: str) -> CopyDir:
+        return cls(Path(traj_root).expanduser() / f"{profile}.{run_id}")
+
+    def agent(self, agent: str) -> Path:
+        return self.path / "agents" / agent
+
+    @property
+    def sums(self) -> Path:
+        return self.path / "SHA256SUMS.json"
 
 
 @dataclass(frozen=True)
@@ -127,6 +173,11 @@ class RunDir:
     def markers(self, task_id: str) -> list[str]:
         """Failure markers standing against a task (its own, or the run's)."""
         return [m for m in MARKERS if self.marker(task_id, m).exists() or self.marker(None, m).exists()]
+
+    def uncopied(self, path: Path) -> bool:
+        """What the copy of a run leaves out: step locks, and the receipt of the step that makes the copy (it is
+        written after the copy)."""
+        return path.suffix == ".lock" or path == self.receipt(PRESERVE_RUN)
 
     def task_ids(self) -> list[str]:
         """Task directories present (a task appears once a step wrote into it)."""

@@ -28,6 +28,7 @@ class ProfileDataInputs(BaseModel):
 
     profile_dir: str
     profile: str
+    traj_root: str  # where each run's verified copy must be before destroy deletes the data
 
 
 class PreflightHostInputs(Inputs):
@@ -57,6 +58,7 @@ class ManifestInputs(Inputs):
     profile_digest: str
     images: dict[str, str] = Field(default_factory=dict)  # image name -> id (known after the images exist)
     attempt: int = 1
+    copy_dir: str
 
 
 class GiteaInputs(TaskInputs):
@@ -106,8 +108,16 @@ class ScoreInputs(TaskInputs):
     attempt: int
 
 
+class PreserveInputs(Inputs):
+    task_id: str | None  # None: the whole run
+    copy_dir: str
+    archive_dirs: dict[str, str]  # agent id -> its archive directory of this run
+    guard: ProfileDataInputs | None = None  # the whole run's copy: at destroy, what must be kept before anything goes
+
+
 class BaselineSeedInputs(TaskInputs):
     workspace: str
+    worker_image: str  # Git on the agent's workspace runs in a container of it (scripts/gitops.py sandbox_git)
     cleanroom_image: str
     budget_s: float
     archive_dirs: list[str]
@@ -116,6 +126,7 @@ class BaselineSeedInputs(TaskInputs):
 
 class BaselineStopInputs(TaskInputs):
     workspace: str
+    worker_image: str
     worker: str
     sidecar: str
     archive_dir: str

@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from components import contract  # noqa: E402
 from components.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
 from components.profile import Profile  # noqa: E402
+from components.rundir import ProfileDir  # noqa: E402
 
 
 def profile_default(key: str) -> Any:
@@ -135,26 +136,37 @@ subnets_disjoint = _policy(StackValidationPolicy, "subnets-disjoint",
 def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != CONTAINER or role(args.props) != "worker":
         return
-    p = args.props
-    nets = p.get("networksAdvanced") or []
-    if len(nets) != 1:
-        report(f"{_name(args)} joins {len(nets)} networks; a worker joins the internal team network only.")
+    p, cfg = args.props, args.get_config()
+    profile = label_map(p).get(PROFILE_LABEL) or ""
+    internal = contract.resource_name(profile, "internal")
+    nets = [n.get("name") for n in p.get("networksAdvanced") or []]
+    if nets != [internal]:
+        report(f"{_name(args)} joins {len(nets)} networks ({', '.join(map(str, nets)) or 'none'}); a worker joins the "
+               f"internal team network {internal!r} only.")
     if p.get("networkMode") not in (None, "", "bridge"):
         report(f"{_name(args)} uses network mode {p.get('networkMode')!r}; a worker joins the internal team network only.")
     if p.get("ports"):
         report(f"{_name(args)} publishes ports; workers publish none.")
     if p.get("privileged"):
         report(f"{_name(args)} is privileged; workers never are.")
+    if p.get("user") != contract.WORKER_USER:
+        report(f"{_name(args)} runs as {p.get('user') or 'the image default (often root)'}; workers run as "
+               f"{contract.WORKER_USER} (set user).")
     for v in p.get("volumes") or []:
-        if "docker.sock" in f"{v.get('hostPath', '')}{v.get('containerPath', '')}":
+        host = str(v.get("hostPath") or "")
+        if "docker.sock" in f"{host}{v.get('containerPath', '')}":
             report(f"{_name(args)} mounts the Docker socket; workers must not control Docker.")
-    if "user" in p and p.get("user") != contract.WORKER_USER:
-        report(f"{_name(args)} runs as {p.get('user')!r}; workers run as {contract.WORKER_USER}.")
+        elif host.rstrip("/") in ("", *contract.SYSTEM_DIRS) or host == "/":
+            report(f"{_name(args)} mounts the host's {host or '/'}; workers mount only the profile's data and "
+                   "read-only prompts.")
+        elif not v.get("readOnly") and not ProfileDir.holds_data(host, profile, cfg.get("dataDir")):
+            report(f"{_name(args)} mounts {host} writable, outside the profile's data; workers write only there.")
 
 
 worker_isolation = _policy(ResourceValidationPolicy, "worker-isolation",
                            "Workers join only the internal network, publish no ports, are not privileged, mount no "
-                           f"Docker socket and run as {contract.WORKER_USER}.", _worker_isolation)
+                           f"Docker socket or system directory, write only into the profile's data and run as "
+                           f"{contract.WORKER_USER}.", _worker_isolation, {"dataDir": {"type": "string"}})
 
 
 # --- 4: memory ceilings ----------------------------------------------------------------------------------

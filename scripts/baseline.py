@@ -4,17 +4,20 @@
 repository on the host, mounted into the worker; writes `provenance.json` and `status.json`.
 `stop` (at the deadline): stops the snapshot sidecar, gives the worker the archive grace to seal its archive
 (verified), keeps its log as the native activity log `cc.log`, commits what remains, and exports the committed
-HEAD as the submission. Unlike a team, work done while stopping can enter the submission (the seed's
+HEAD as the submission. The workspace belongs to the agent: every Git command on it runs in the agent's own sandbox
+(`gitops.sandbox_git`), never as root on the host. Unlike a team, work done while stopping can enter the submission (the seed's
 documented difference). Lifecycle states in `status.json`: seeded, running, stopping, exported (or export_failed).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -22,7 +25,7 @@ from components import contract
 from components.records import BaselineSeedResult, ShutdownResult, result_of
 from components.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
 from components.step_inputs import BaselineSeedInputs, BaselineStopInputs
-from scripts.gitops import git
+from scripts.gitops import sandbox_git
 from scripts.seed import archive_dirs, workspace_from_image
 from scripts.shutdown import ROUTER_GRACE_S, verify
 from scripts.shutdown import stop as docker_stop
@@ -39,24 +42,26 @@ def seed(a: BaselineSeedInputs) -> BaselineSeedResult:
     rd = RunDir(Path(a.run_dir))
     ws = Path(a.workspace)
     archive_dirs(a.archive_dirs)
+    git = partial(sandbox_git, a.worker_image, ws)
     if not (ws / ".git").exists():
         ws.mkdir(parents=True, exist_ok=True)
         files = workspace_from_image(a.cleanroom_image, ws)
-        git("init", "-q", "-b", "main", cwd=ws)
-        git("add", "-A", cwd=ws)
-        git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace", cwd=ws)
         subprocess.run(["chown", "-R", contract.WORKER_USER, str(ws)], check=True)
+        git("init", "-q", "-b", "main")
+        git("add", "-A")
+        git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace")
         progress(f"baseline: seeded {len(files)} files into {ws}")
     started = time.time()
     write_atomic(rd.provenance, {**a.provenance, "seeded_at": iso(started)})
     status(rd, "running", deadline=iso(started + a.budget_s))
-    return BaselineSeedResult(workspace=str(ws), commit=git("rev-parse", "HEAD", cwd=ws), started_epoch=started,
+    return BaselineSeedResult(workspace=str(ws), commit=str(git("rev-parse", "HEAD")), started_epoch=started,
                               deadline_epoch=started + a.budget_s, deadline=iso(started + a.budget_s))
 
 
 def stop(a: BaselineStopInputs) -> ShutdownResult:
     rd = RunDir(Path(a.run_dir))
     ws = Path(a.workspace)
+    git = partial(sandbox_git, a.worker_image, ws)
     seeded = result_of(rd, "baseline-seed", a.task_id, BaselineSeedResult)
     if seeded is None:
         raise StepFailed("no baseline-seed receipt: the baseline never started")
@@ -67,22 +72,22 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
     archive = verify(Path(a.archive_dir))
     log = subprocess.run(["docker", "logs", a.worker], capture_output=True, text=True)
     rd.activity_log.write_text(log.stdout + log.stderr)
-    git("add", "-A", cwd=ws)
-    if git("status", "--porcelain", cwd=ws):
-        git("commit", "-q", "-m", "final: remaining changes after stop", cwd=ws)
+    git("add", "-A")
+    if git("status", "--porcelain"):
+        git("commit", "-q", "-m", "final: remaining changes after stop")
     out = rd.submission(a.task_id)
     out.parent.mkdir(parents=True, exist_ok=True)
     part = out.with_name(f".{out.name}.part")
-    try:
-        git("archive", "--format=tar.gz", "-o", str(part), "HEAD", cwd=ws)
+    try:  # the tar comes out of the sandbox; it is compressed here, with no program of the repository's choosing
+        part.write_bytes(gzip.compress(bytes(git("archive", "--format=tar", "HEAD", binary=True)), mtime=0))
     except RuntimeError as err:
         status(rd, "export_failed")
         raise StepFailed(f"export failed: {err}", marker=EXPORT_FAILED) from None
     part.replace(out)
-    snapshots = git("log", "--oneline", "--grep", "^snapshot", cwd=ws).splitlines()
+    snapshots = str(git("log", "--oneline", "--grep", "^snapshot")).splitlines()
     status(rd, "exported", submission=str(out))
     return ShutdownResult(archives={a.worker: archive}, archives_complete=archive == "ok", submission=str(out),
-                          commit=git("rev-parse", "HEAD", cwd=ws), snapshots=len(snapshots))
+                          commit=str(git("rev-parse", "HEAD")), snapshots=len(snapshots))
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:

@@ -24,9 +24,10 @@ say "profile stack '$STACK' (stand-in model token generated once, kept in the st
 if ! pulumi config get -s "$STACK" agensh:llm_upstream_token >/dev/null 2>&1; then
   export LLM_UPSTREAM_TOKEN="standin-$(head -c 18 /dev/urandom | base64 | tr -dc 'a-zA-Z0-9')"
 fi
+[ -f "stacks/$STACK.policy.json" ] || cp policies/demo.json "stacks/$STACK.policy.json"  # the demo's relaxations
 "$PY" scripts/new_stack.py "$STACK" --from stacks/demo.profile.yaml --env-file none --set "host_units=$host_units"
-say "pulumi up -s $STACK with the policy pack (the demo task's budget is 3 minutes)"
-pulumi up --yes --skip-preview -s "$STACK" --policy-pack policies --policy-pack-config policies/demo.json
+say "pulumi up -s $STACK: the policy pack checks the preview before anything changes (the task's budget is 3 minutes)"
+pulumi up --yes -s "$STACK" --policy-pack policies --policy-pack-config "stacks/$STACK.policy.json"
 run_dir="$(pulumi stack output -s "$STACK" run_dir)"
 say "done. Run directory: $run_dir"
 echo "--- score (ProgramBench's own helpers) ---"

@@ -15,7 +15,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping
 
-from components.records import Host, Manifest, ManifestFinish, ManifestStart, Revision, read_index
+from components.records import (Host, Manifest, ManifestFinish, ManifestStart, PreserveResult, Revision, read_index,
+                                result_of)
 from components.rundir import RunDir
 from components.step_inputs import ManifestInputs
 from scripts.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
@@ -51,7 +52,7 @@ def start(a: ManifestInputs) -> ManifestStart:
         written=existing.written if existing else now(),  # a resumed run keeps when it was first recorded
         state="running", profile=a.profile, profile_digest=a.profile_digest, project=revision(Path(a.project_dir)),
         checkout=checkout, programbench_version=version("programbench"), images=a.images, host=host_resources(),
-        requested_task_ids=a.profile["tasks"])
+        requested_task_ids=a.profile["tasks"], copy_dir=a.copy_dir)
     write_atomic(rd.manifest, manifest)
     return ManifestStart(manifest=manifest)
 
@@ -67,7 +68,9 @@ def finish(a: ManifestInputs) -> ManifestFinish:
     rows = read_index(rd.index)
     scores = {t: r.score for t, r in rows.items() if t in requested and r.status == "scored" and r.score is not None}
     failed = sorted(t for t in requested if t not in scores)
+    copies = {t: result_of(rd, "preserve-task", t, PreserveResult) for t in requested}
     manifest = manifest.model_copy(update={
+        "preserved": {t: bool(c and c.verified) for t, c in copies.items()},
         "state": "finished", "finished": now(), "completed": len(scores), "failed": len(failed),
         "failed_task_ids": failed, "scores": scores,
         "headline_requested": aggregate(scores, len(requested)).as_dict() if scores else None,

@@ -1,8 +1,10 @@
-"""profile_data: the profile's data directory, created first and removed by `pulumi destroy`.
+"""profile_data: the profile's data directory, created first and removed by `pulumi destroy`, nothing lost.
 
-`create` makes `<data root>/<profile>`; `delete` removes it (and the profile's untagged images left by
-rebuilds), but refuses when a task's shutdown archives are incomplete (inspect them first; AGENSH_FORCE_CLEAN=1
-overrides). `make down` never calls this: it keeps data.
+`create` makes `<data root>/<profile>` and leaves a marker in it. `delete` removes it (and the profile's untagged
+images left by rebuilds) only when every run in it has its verified copy under the trajectory root
+(`scripts/preserve.py`), its shutdown archives are complete, and the marker says agensh created it; otherwise it
+refuses, says what and how to override (inspect first; AGENSH_FORCE_CLEAN=1 deletes anyway, except a directory
+agensh did not create, which it never deletes). `make down` never calls this: it keeps data.
 """
 
 from __future__ import annotations
@@ -16,20 +18,65 @@ from typing import Mapping
 
 from components import contract
 from components.records import ShutdownResult, read_receipt
-from components.rundir import ProfileDir
+from components.rundir import CopyDir, ProfileDir
 from components.step_inputs import ProfileDataInputs
-from scripts.step import load_inputs
+from scripts import preserve  # noqa: I001 - preserve's problems() is the one verification
+from scripts.step import load_inputs, now
+
+FORCE = "AGENSH_FORCE_CLEAN"
 
 
 def incomplete_archives(pd: ProfileDir) -> list[str]:
     """Tasks whose shutdown left archives missing or corrupt."""
     out = []
-    for receipt_path in pd.path.glob("*/*/receipts/shutdown.json"):
-        rd = pd.run(receipt_path.parents[2].name)
-        receipt = read_receipt(rd, "shutdown", receipt_path.parents[1].name)
-        if receipt and isinstance(receipt.result, ShutdownResult) and not receipt.result.archives_complete:
-            out.append(str(receipt_path))
+    for rd in pd.runs():
+        for task in rd.task_ids():
+            receipt = read_receipt(rd, "shutdown", task)
+            if receipt and isinstance(receipt.result, ShutdownResult) and not receipt.result.archives_complete:
+                out.append(f"{rd.path.name}/{task}: shutdown archives incomplete")
     return out
+
+
+def unsaved(pd: ProfileDir, traj_root: str) -> list[str]:
+    """Runs whose results have no verified copy under the trajectory root."""
+    out = []
+    for rd in pd.runs():
+        copy = CopyDir.of(traj_root, pd.path.name, rd.path.name)
+        out += [f"{rd.path.name}: {p}" for p in preserve.problems(rd, pd.run_archives(rd.path.name), copy)]
+    return out
+
+
+def refusal(a: ProfileDataInputs, env: Mapping[str, str]) -> str | None:
+    """Why the profile's data may not be deleted now, or None. Used first thing in a destroy (the run's last step
+    checks it before anything else is deleted) and again when the data itself is deleted."""
+    pd = ProfileDir(Path(a.profile_dir))
+    if not pd.path.exists():
+        return None
+    if not pd.created_marker.is_file():
+        return (f"refusing to delete {pd.path}: agensh did not create it (no {pd.created_marker.name}); remove it by "
+                "hand if it is yours")
+    blocking = incomplete_archives(pd) + unsaved(pd, a.traj_root)
+    if not blocking or env.get(FORCE) == "1":
+        return None
+    shown = "\n  ".join(blocking[:10]) + (f"\n  ... and {len(blocking) - 10} more" if len(blocking) > 10 else "")
+    return (f"refusing to delete {pd.path}; nothing was deleted:\n  {shown}\nInspect it; copy and verify every run "
+            f"with `.venv/bin/python -m scripts.preserve save {pd.path} {a.traj_root}`, or destroy with {FORCE}=1 to "
+            "delete it anyway.")
+
+
+def delete(a: ProfileDataInputs, env: Mapping[str, str]) -> int:
+    pd = ProfileDir(Path(a.profile_dir))
+    if (reason := refusal(a, env)) is not None:
+        print(f"profile_data: {reason}", file=sys.stderr)
+        return 1
+    if not pd.path.exists():
+        print(f'{{"removed": null, "reason": "{pd.path} does not exist"}}')
+        return 0
+    shutil.rmtree(pd.path)
+    # Images replaced by rebuilds during the stack's life are left untagged; they still carry the profile label.
+    subprocess.run(["docker", "image", "prune", "-f", "--filter", contract.profile_filter(a.profile)], capture_output=True)
+    print(f'{{"removed": "{pd.path}"}}')
+    return 0
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
@@ -37,19 +84,16 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     a = load_inputs(ProfileDataInputs, env)
     pd = ProfileDir(Path(a.profile_dir))
     if mode == "create":
+        if pd.path.is_dir() and any(pd.path.iterdir()) and not pd.created_marker.exists():
+            print(f"profile_data: {pd.path} exists and agensh did not create it; choose another data_root or profile",
+                  file=sys.stderr)
+            return 1
         pd.path.mkdir(parents=True, exist_ok=True)
+        if not pd.created_marker.exists():
+            pd.created_marker.write_text(f"agensh profile {a.profile}, created {now()}\n")
         print(f'{{"profile_dir": "{pd.path}"}}')
         return 0
-    incomplete = incomplete_archives(pd)
-    if incomplete and env.get("AGENSH_FORCE_CLEAN") != "1":
-        print(f"profile_data: refusing to delete {pd.path}: incomplete shutdown archives in {incomplete}; inspect "
-              "them, then destroy with AGENSH_FORCE_CLEAN=1", file=sys.stderr)
-        return 1
-    shutil.rmtree(pd.path, ignore_errors=True)
-    # Images replaced by rebuilds during the stack's life are left untagged; they still carry the profile label.
-    subprocess.run(["docker", "image", "prune", "-f", "--filter", contract.profile_filter(a.profile)], capture_output=True)
-    print(f'{{"removed": "{pd.path}"}}')
-    return 0
+    return delete(a, env)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/env.sh"
 
 die() { echo "setup: $*" >&2; exit 1; }
+# ~/.agensh holds the state, the passphrase and logs: private before anything is written into it
+(umask 077 && mkdir -p "$AGENSH_HOME") && chmod 700 "$AGENSH_HOME"
 step() {
   local name="$1" t0; shift
   t0=$(date +%s); echo "==> $name"
@@ -38,7 +40,6 @@ docker_engine() {
   if docker info >/dev/null 2>&1; then echo "    Docker engine already running (left as it is)"; return; fi
   command -v dockerd >/dev/null || apt_install docker.io
   [ "$(id -u)" = 0 ] || die "Docker engine not reachable and this user cannot start it; start dockerd (or add yourself to the docker group)"
-  mkdir -p "$AGENSH_HOME"
   echo "    starting dockerd (log: $AGENSH_HOME/dockerd.log)"
   nohup dockerd >"$AGENSH_HOME/dockerd.log" 2>&1 &
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && return; sleep 1; done
@@ -95,8 +96,7 @@ python_env() {
 }
 
 secrets_home() {
-  mkdir -p "$AGENSH_HOME/state"
-  chmod 700 "$AGENSH_HOME"
+  (umask 077 && mkdir -p "$AGENSH_HOME/state")
   if [ "${PULUMI_CONFIG_PASSPHRASE_FILE:-}" = "$AGENSH_HOME/passphrase" ] && [ ! -s "$AGENSH_HOME/passphrase" ]; then
     (umask 077; head -c 24 /dev/urandom | base64 >"$AGENSH_HOME/passphrase")
     echo "    generated the stack passphrase in $AGENSH_HOME/passphrase (mode 600); keep it to read your stacks' secrets"

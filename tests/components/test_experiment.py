@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -52,8 +54,9 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     assert len(containers) == 7 + 2 * workers
     assert len(by_type[NETWORK]) == 3
     assert len(by_type[IMAGE]) == 1 + 3 + 6 + 1  # cleanroom, third-party, shared images, one worker image
-    # profile data, host units, 2 preflights, manifest start/finish, and seed..score plus reminders for the one task
-    assert len(by_type["command:local:Command"]) == 6 + 7
+    # profile data, host units, 2 preflights, manifest start/finish, the run's copy; seed..score plus reminders and the
+    # task's copy for the one task
+    assert len(by_type["command:local:Command"]) == 7 + 8
 
     nets = {r.inputs["name"]: r for r in by_type[NETWORK]}
     internal, egress = nets[f"omcgitea-{stack}-internal"], nets[f"omcgitea-{stack}-egress"]
@@ -139,7 +142,26 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     # task b starts after task a's shutdown, not after its evaluation: evaluation overlaps the next task
     assert after(f"{b}-seed", f"{a}-shutdown")
     assert not after(f"{b}-seed", f"{a}-evaluate") and not after(f"{b}-seed", f"{a}-score")
-    assert after("experiment-manifest-finish", f"{a}-score") and after("experiment-manifest-finish", f"{b}-score")
+    # each task's results are copied out once scored; the manifest finishes after every copy, the run's copy is last
+    assert after(f"{a}-preserve", f"{a}-score") and after(f"{b}-preserve", f"{b}-score")
+    assert after("experiment-manifest-finish", f"{a}-preserve") and after("experiment-manifest-finish", f"{b}-preserve")
+    assert after("experiment-preserve-run", "experiment-manifest-finish")
+    # the run's copy is the last step: every resource is something it waits for, so a destroy deletes it first and its
+    # delete (the check that every result has its verified copy) runs before anything else is deleted
+    by_urn = {r.urn: r for r in regs.values()}
+    reached, todo = set(), [urn["experiment-preserve-run"]]
+    while todo:
+        r = by_urn[todo.pop()]
+        for d in [*r.deps, *([r.parent] if r.parent in by_urn else [])]:
+            if d not in reached:
+                reached.add(d)
+                todo.append(d)
+    for r in regs.values():  # a component is reached through its children
+        if r.urn != urn["experiment-preserve-run"] and r.type not in ("agensh:index:Experiment",) and r.parent:
+            assert r.urn in reached or any(c.parent == r.urn and c.urn in reached for c in regs.values()), r.name
+    assert "scripts.preserve guard" in regs["experiment-preserve-run"].inputs["delete"]
+    copy = json.loads(unsecret(regs[f"{a}-preserve"].inputs["environment"])["AGENSH_INPUT"])
+    assert copy["copy_dir"].endswith(f"/{profile.profile}.{profile.run_id}") and len(copy["archive_dirs"]) == 8
     # secrets travel as their own environment entries, never in AGENSH_INPUT
     assert is_secret(regs[f"{a}-seed"].inputs["environment"])  # an environment holding a secret stays secret
     seed = unsecret(regs[f"{a}-seed"].inputs["environment"])

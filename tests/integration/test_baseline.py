@@ -4,6 +4,7 @@ the real evaluator; records written; destroy leaves nothing labelled behind."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import uuid
@@ -21,6 +22,7 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
     proj = project_copy(tmp_path, profile, profile_config(
         "demo-baseline.profile.yaml", profile=profile, pair_with=None, internal_subnet=f"10.{octet}.242.0/24",
         egress_subnet=f"10.{octet}.243.0/24", llm_upstream=f"http://10.{octet}.243.3:8080", data_root=str(tmp_path / "data"),
+        traj_root=str(tmp_path / "traj"),
         keep_pulled_images=True))
     env = isolated_env(tmp_path, "base-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
@@ -33,9 +35,9 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
     try:
         assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
         run(sys.executable, "-m", "scripts.demo_images")
+        shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")
         run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none")
-        run(*pulumi, "up", "--yes", "--skip-preview", "--policy-pack", "policies", "--policy-pack-config",
-            "policies/demo.json")
+        run(*pulumi, "up", "--yes", "--policy-pack", "policies", "--policy-pack-config", f"stacks/{profile}.policy.json")
         run_dir = tmp_path / "data" / profile / "20261129t000000z"
         score = json.loads((run_dir / TASK / "score.json").read_text())
         assert score["score"] == 1.0 and score["complete"], score

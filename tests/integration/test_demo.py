@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,12 +15,25 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
+from components import contract
+from components.profile import parse_profile
+from components.roles import spec
+from components.topology import placements
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 SLUG = "testorg-calculator-abc1234"
+
+
+def assert_no_secret(values, *roots: Path) -> None:
+    """No file under `roots` (state and its backups and history, receipts, logs, copies) holds a secret's value."""
+    for root in roots:
+        for path in (f for f in root.rglob("*") if f.is_file() and not f.is_symlink()):
+            data = path.read_bytes()
+            assert not any(v.encode() in data for v in values), path
 
 
 def labelled(profile: str) -> dict[str, list[str]]:
@@ -36,7 +50,7 @@ def demo(tmp_path: Path, pulumi_engine: str):
     profile, octet = f"demoit-{uuid.uuid4().hex[:4]}", free_octet()
     proj = project_copy(tmp_path, profile, profile_config(
         "demo.profile.yaml", profile=profile, subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080",
-        data_root=str(tmp_path / "data"), keep_pulled_images=True))
+        data_root=str(tmp_path / "data"), traj_root=str(tmp_path / "traj"), keep_pulled_images=True))
     env = isolated_env(tmp_path, "demo-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -46,9 +60,10 @@ def demo(tmp_path: Path, pulumi_engine: str):
 
     assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
     run(sys.executable, "-m", "scripts.demo_images")
+    shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")  # as scripts/demo.sh does
     run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",
         "--set", "host_units=off")
-    yield proj, profile, env, run, tmp_path / "data" / profile
+    yield proj, profile, env, run, tmp_path / "data" / profile, tmp_path / "traj", tmp_path / "state"
     subprocess.run(["pkill", "-f", str(proj)], capture_output=True)  # step programs left by the killed `up`
     run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
     run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
@@ -60,8 +75,8 @@ def demo(tmp_path: Path, pulumi_engine: str):
 
 
 def test_demo_resumes_scores_and_cleans_up(demo):
-    proj, profile, env, run, data = demo
-    policy = ["--policy-pack", "policies", "--policy-pack-config", "policies/demo.json"]
+    proj, profile, env, run, data, traj, state = demo
+    policy = ["--policy-pack", "policies", "--policy-pack-config", f"stacks/{profile}.policy.json"]
 
     def steps_in_state() -> dict[str, tuple[str, str]]:
         """Each step resource in the stack's state, by step name: (its id, when the engine created it)."""
@@ -77,7 +92,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
 
     # First up, killed (whole process group) while the export step waits for the deadline.
     log = open(proj / "up1.log", "w")
-    first = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, *policy],
+    first = subprocess.Popen(["pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy],
                              cwd=proj, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     run_dir = data / "20261129t000000z"
     kickoff = run_dir / TASK / "receipts" / "kickoff.json"
@@ -96,7 +111,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     # The next up resumes (after `pulumi cancel` drops the killed run's lock): completed steps stay done (the engine
     # does not create them again), the export waits only for what remains.
     run("pulumi", "cancel", "--yes", "--non-interactive", "-s", profile)
-    run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, *policy)
+    run("pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy)
     after = steps_in_state()
     for step in ("seed", "kickoff", "preflight-host", "manifest-start"):
         assert after[step] == done[step], step  # the same resource, never created again
@@ -116,6 +131,38 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     again = run("pulumi", "up", "--yes", "--expect-no-changes", "--non-interactive", "-s", profile, *policy)
     assert "unchanged" in again.stdout
 
+    # Secrets stay where the contract puts them: each container holds only the secrets its role is given (the model
+    # token: the proxy and the demo's stand-in model, as a hash), no receipt or log holds one
+    secrets = {k.split(":", 1)[1]: v["value"] for k, v in json.loads(run(
+        "pulumi", "config", "--show-secrets", "--json", "--non-interactive", "-s", profile).stdout).items()
+        if v.get("secret")}
+    assert set(secrets) == set(contract.SECRET_KEYS)
+    raw = yaml.safe_load((proj / "stacks" / f"{profile}.profile.yaml").read_text())["config"]
+    p = parse_profile({k.split(":", 1)[1]: v for k, v in raw.items()})
+    given: dict[str, set[str]] = {}
+    for c in placements(p):
+        given.setdefault(c.role, set()).update(spec(p, c).secret_env.values())
+    assert given["worker"] == {"worker_proxy_token"} and "llm_upstream_token" in given["egress-proxy"]
+    for name in labelled(profile)["containers"]:
+        info = json.loads(subprocess.run(["docker", "inspect", name], capture_output=True, text=True).stdout)[0]
+        role = info["Config"]["Labels"][contract.ROLE_LABEL]
+        held = {k for k, v in secrets.items() if any(v in e for e in info["Config"]["Env"])}
+        assert held <= given[role], (role, held - given[role])
+    assert_no_secret(secrets.values(), run_dir, traj)
+
+    # Results are kept: the run's verified copy is outside the data; a destroy refuses while it is not whole
+    copy = traj / f"{profile}.20261129t000000z"
+    submission = copy / TASK / "submission.tar.gz"
+    assert submission.read_bytes() == (run_dir / TASK / "submission.tar.gz").read_bytes()
+    assert json.loads((run_dir / "run_manifest.json").read_text())["preserved"] == {TASK: True}
+    good = submission.read_bytes()
+    submission.write_bytes(b"corrupted")
+    refused = run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
+    assert refused.returncode != 0 and "submission.tar.gz differs" in refused.stdout + refused.stderr
+    assert labelled(profile)["containers"] and (run_dir / TASK / "score.json").exists()  # nothing was deleted
+    submission.write_bytes(good)
     run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile)
     assert labelled(profile) == {"containers": [], "networks": [], "volumes": [], "images": []}
     assert not data.exists()
+    assert json.loads((copy / TASK / "score.json").read_text())["score"] == 1.0  # the copy stays
+    assert_no_secret(secrets.values(), state, traj)  # the state, its backups and history: only ciphertext

@@ -51,7 +51,8 @@ def systemd_host(tmp_path: Path, pulumi_engine: str):
             time.sleep(1)
         else:
             raise AssertionError(f"systemd did not come up: {state}")
-        yield {"name": name, "ip": f"10.252.{octet}.5", "key": key.read_text(), "run": run}
+        host_key = docker("exec", name, "cat", "/etc/ssh/ssh_host_ed25519_key.pub").rsplit(" ", 1)[0]
+        yield {"name": name, "ip": f"10.252.{octet}.5", "key": key.read_text(), "run": run, "host_key": host_key}
     finally:
         docker("rm", "-f", name, check=False)
         docker("network", "rm", net, check=False)
@@ -67,14 +68,17 @@ def stack(tmp_path: Path, systemd_host):
                AGENSH_ROOT=str(ROOT))
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
 
-    def pulumi(*args: str, stdin: str | None = None) -> str:
+    def pulumi(*args: str, stdin: str | None = None, check: bool = True):
         out = subprocess.run(["pulumi", *args, "--non-interactive", "-s", "units"], cwd=proj, env=env, input=stdin,
                              capture_output=True, text=True)
+        if not check:
+            return out
         assert out.returncode == 0, f"pulumi {args}: {out.stdout}\n{out.stderr}"
         return out.stdout
 
     subprocess.run(["pulumi", "stack", "init", "units", "--non-interactive"], cwd=proj, env=env, check=True, capture_output=True)
     pulumi("config", "set", "host", systemd_host["ip"])
+    pulumi("config", "set", "host_key", systemd_host["host_key"])
     pulumi("config", "set", "--secret", "key", stdin=systemd_host["key"])
     yield pulumi, systemd_host
     subprocess.run(["pulumi", "destroy", "--yes", "-s", "units", "--non-interactive"], cwd=proj, env=env, capture_output=True)
@@ -119,6 +123,16 @@ def test_install_reinstall_dry_run_remove(stack):
     pulumi("destroy", "--yes", "--skip-preview")
     for unit in (GUARD, SLICE, STATE):
         assert host_exec(host, "sh", "-c", f"test -e {unit} && echo present || echo absent") == "absent"
+
+
+def test_another_host_key_is_refused(stack, tmp_path: Path):
+    """The host's key is pinned: a host answering with another key (a man in the middle) gets nothing."""
+    pulumi, host = stack
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    pulumi("config", "set", "host_key", (tmp_path / "other.pub").read_text().rsplit(" ", 1)[0])
+    refused = pulumi("up", "--yes", "--skip-preview", check=False)
+    assert refused.returncode != 0 and "ssh: handshake failed" in refused.stdout + refused.stderr
+    assert host_exec(host, "sh", "-c", f"test -e {GUARD} && echo present || echo absent") == "absent"
 
 
 def test_existing_guard_is_reused_not_overwritten(stack):

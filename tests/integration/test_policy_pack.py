@@ -1,5 +1,5 @@
-"""The real `pulumi preview --policy-pack policies` refuses a stack that breaks rules 1, 3 and 5, showing all
-three messages and creating nothing. (The demo stack passing the pack is part of tests/integration/test_demo.py.)"""
+"""The real `pulumi preview --policy-pack policies` refuses a stack that breaks rules 1, 3 and 5, showing every
+message, and `pulumi up` (with its preview, as the documented commands run it) creates nothing. (The demo stack passing the pack is part of tests/integration/test_demo.py.)"""
 
 from __future__ import annotations
 
@@ -34,7 +34,11 @@ def test_preview_refuses_a_broken_team(tmp_path: Path, pulumi_engine: str):
         assert out.returncode != 0
         assert "subnet-capacity" in text and "cannot hold its 6 containers plus 3 reserved addresses" in text
         assert "worker-isolation" in text and "joins 2 networks" in text
+        assert "runs as the image default" in text and "mounts the host's /" in text
         assert "credentials-contained" in text and "carries the model credential LLM_UPSTREAM_TOKEN" in text
+        # `up` as the documented commands and `make demo` run it (a preview first): refused before anything exists
+        up = pulumi("up", "--yes", "--policy-pack", str(ROOT / "policies"))
+        assert up.returncode != 0 and "mounts the host's /" in up.stdout + up.stderr
         left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=agensh.test={run}"], capture_output=True, text=True)
         nets = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label=agensh.test={run}"], capture_output=True,
                               text=True)

@@ -25,7 +25,9 @@ def labels(role: str | None = None, task: str | None = None, **extra: str) -> li
 
 def worker(**over: Any) -> dict[str, Any]:
     props = {"name": "w1", "user": "10000:10000", "memory": 65536.0, "labels": labels("worker", "t"),
-             "networksAdvanced": [{"name": "internal", "ipv4Address": "10.1.0.24"}],
+             "networksAdvanced": [{"name": "omcgitea-p-internal", "ipv4Address": "10.1.0.24"}],
+             "volumes": [{"hostPath": "/srv/agensh/p/data/agents/t-1/shutdown/r", "containerPath": "/archive"},
+                         {"hostPath": "/opt/agensh/prompts", "containerPath": "/opt/agensh/prompts", "readOnly": True}],
              "envs": ["MODEL=gpt-5.6-sol", "REASONING_EFFORT=high", "LLM_PROXY_TOKEN=proxy-cred-123456",
                       "PBENCH_HOURS=6.0", "PBENCH_DEADLINE_SECONDS=21600"]}
     props.update(over)
@@ -91,12 +93,24 @@ def test_2_subnets_disjoint():
 
 def test_3_worker_isolation():
     assert check(rules.worker_isolation, C, worker()) == []
+    assert check(rules.worker_isolation, C, worker(), {"dataDir": "/srv/agensh/p/data"}) == []
     bad = worker(user="root", privileged=True, ports=[{"internal": 80.0, "external": 8080.0, "ip": "127.0.0.1"}],
                  volumes=[{"hostPath": "/var/run/docker.sock", "containerPath": "/var/run/docker.sock"}],
-                 networksAdvanced=[{"name": "internal"}, {"name": "egress"}])
+                 networksAdvanced=[{"name": "omcgitea-p-internal"}, {"name": "omcgitea-p-egress"}])
     got = check(rules.worker_isolation, C, bad)
     assert len(got) == 5
-    assert any("runs as 'root'" in m for m in got) and any("Docker socket" in m for m in got)
+    assert any("runs as root" in m for m in got) and any("Docker socket" in m for m in got)
+    no_user = dict(worker())
+    del no_user["user"]
+    assert "image default" in check(rules.worker_isolation, C, no_user)[0]
+    other_net = worker(networksAdvanced=[{"name": "omcgitea-other-internal"}])
+    assert "internal team network 'omcgitea-p-internal' only" in check(rules.worker_isolation, C, other_net)[0]
+    root_mount = worker(volumes=[{"hostPath": "/", "containerPath": "/host", "readOnly": True}])
+    assert "mounts the host's /" in check(rules.worker_isolation, C, root_mount)[0]
+    outside = worker(volumes=[{"hostPath": "/srv/elsewhere", "containerPath": "/x"}])
+    assert "writable, outside the profile's data" in check(rules.worker_isolation, C, outside)[0]
+    # with the profile's data directory known (policy config from new_stack), only that directory counts
+    assert check(rules.worker_isolation, C, worker(), {"dataDir": "/elsewhere/p/data"})
 
 
 def test_4_memory_ceilings():

@@ -14,7 +14,7 @@ cfg = pulumi.Config()
 profile = parse_profile({
     "profile": "hostunits-test", "run_id": "20261129t000000z", "tasks": ["testorg__calculator.abc1234"],
     "llm_upstream": "http://model.invalid", "agensh_checkout": "/nonexistent", "host_units": "remote",
-    "ssh_host": cfg.require("host"), "ssh_user": "root",
+    "ssh_host": cfg.require("host"), "ssh_user": "root", "ssh_host_key": cfg.require("host_key"),
 })
 units = HostUnits("host", profile, ssh_private_key=cfg.require_secret("key"))
 pulumi.export("receipt", units.receipt)

@@ -1,5 +1,5 @@
-"""A team declared by hand that breaks policy rules 1 (subnet capacity), 3 (worker isolation) and 5 (credentials):
-the pack must refuse it at preview, before anything exists."""
+"""A team declared by hand that breaks policy rules 1 (subnet capacity), 3 (worker isolation: a second network, no
+user, a mount of the host's /) and 5 (credentials): the pack must refuse it at preview, before anything exists."""
 
 import pulumi
 import pulumi_docker as docker
@@ -18,6 +18,8 @@ for n in range(6):  # six containers and three reserved addresses do not fit a /
     if n == 0:  # a worker on the egress network too (rule 3), holding the model credential (rule 5)
         nets.append(docker.ContainerNetworksAdvancedArgs(name=egress.name, ipv4_address="10.253.10.2"))
         envs = ["LLM_UPSTREAM_TOKEN=sk-the-real-model-credential"]
+    hostile = n == 1  # no user (the image's root) and the host's / mounted
     docker.Container(f"worker-{n}", name=f"agensh-policytest-{run}-w{n}", image="agensh-base:bookworm",
-                     labels=labels("worker"), networks_advanced=nets, envs=envs, user="10000:10000",
+                     labels=labels("worker"), networks_advanced=nets, envs=envs, user=None if hostile else "10000:10000",
+                     volumes=[docker.ContainerVolumeArgs(host_path="/", container_path="/host")] if hostile else None,
                      memory=1024, must_run=False)

@@ -1,0 +1,174 @@
+"""preserve: copy a run's results and its agents' archives out of the profile's data, and verify both copies.
+
+`task` (after a task is scored, or shut down when evaluation is off): the task's directory and its agents' archive
+directories. `run` (last): the whole run directory and every archive of the run. Every file is copied and then
+verified by the SHA-256 of the original and of the copy; `SHA256SUMS.json` in the copy lists them. Only regular
+files are copied and nothing is followed: agents can write into their archive directories, so a symlink or a FIFO
+planted there is skipped (and listed), never read.
+`pulumi destroy` refuses to delete a profile's data while a run's copy is missing or differs (profile_data uses
+`problems()`). By hand, `python -m scripts.preserve save PROFILE_DIR TRAJ_ROOT` copies and verifies every run of a
+profile (e.g. before a destroy refused because a run never reached its own copy step).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from components.records import PreserveResult
+from components.rundir import PRESERVE_RUN, CopyDir, ProfileDir, RunDir
+from components.step_inputs import PreserveInputs
+from scripts.step import StepFailed, load_inputs, progress, run_step
+
+
+@dataclass
+class Tally:
+    files: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    sums: dict[str, str] = field(default_factory=dict)
+
+
+def regular_files(root: Path) -> Iterator[tuple[Path, bool]]:
+    """(path, is a regular file) for everything under `root`, never following a link."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+            path = Path(dirpath) / name
+            yield path, stat.S_ISREG(os.lstat(path).st_mode)
+
+
+def sha256(path: Path) -> str:
+    """SHA-256 of a regular file, opened without following a link and without blocking on a FIFO."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    h = hashlib.sha256()
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sources(rd: RunDir, archives: Mapping[str, Path], copy: CopyDir, task: str | None) -> list[tuple[Path, Path, Path]]:
+    """(source root, copy root, label root) pairs: a task's directory or the whole run, and the agents' archives."""
+    out = [(rd.task(task), copy.path / task) if task else (rd.path, copy.path)]
+    out += [(d, copy.agent(agent)) for agent, d in archives.items()]
+    return [(src, dst, dst.relative_to(copy.path) if dst != copy.path else Path(".")) for src, dst in out]
+
+
+def mirror(rd: RunDir, archives: Mapping[str, Path], copy: CopyDir, task: str | None) -> Tally:
+    """Copy what differs, then verify every file of the sources against its copy."""
+    t = Tally()
+    for src_root, dst_root, label in sources(rd, archives, copy, task):
+        if not src_root.is_dir():
+            t.problems.append(f"{src_root} is missing")
+            continue
+        for src, regular in regular_files(src_root):
+            rel = src.relative_to(src_root)
+            if rd.uncopied(src):
+                continue
+            if not regular:
+                t.skipped.append(str(src))
+                continue
+            dst = dst_root / rel
+            want = sha256(src)
+            if not (dst.is_file() and sha256(dst) == want):
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                part = dst.with_name(f".{dst.name}.part")
+                shutil.copyfile(src, part, follow_symlinks=False)
+                os.replace(part, dst)
+            got = sha256(dst)  # verified after the copy: the original's and the copy's digests agree
+            if got != want:
+                t.problems.append(f"{dst} differs from {src} after copying")
+            t.files += 1
+            t.bytes += src.stat().st_size
+            t.sums[str(label / rel)] = got
+    return t
+
+
+def problems(rd: RunDir, archives: Mapping[str, Path], copy: CopyDir) -> list[str]:
+    """What of a run has no verified copy: every regular file of the run and its archives, compared by digest."""
+    out = []
+    for src_root, dst_root, _ in sources(rd, archives, copy, None):
+        for src, regular in regular_files(src_root) if src_root.is_dir() else ():
+            if rd.uncopied(src):
+                continue
+            dst = dst_root / src.relative_to(src_root)
+            if regular and not dst.is_file():
+                out.append(f"{dst} is missing")
+            elif regular and sha256(dst) != sha256(src):
+                out.append(f"{dst} differs from {src}")
+    return out
+
+
+def record_sums(copy: CopyDir, sums: dict[str, str]) -> None:
+    """Merge into SHA256SUMS.json, one writer at a time (a task's copy can overlap the next one's)."""
+    copy.path.mkdir(parents=True, exist_ok=True)
+    with open(copy.path / ".sums.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        known = json.loads(copy.sums.read_text()) if copy.sums.exists() else {}
+        part = copy.sums.with_name(f".{copy.sums.name}.part")
+        part.write_text(json.dumps({**known, **sums}, indent=1, sort_keys=True) + "\n")
+        os.replace(part, copy.sums)
+
+
+def preserve(a: PreserveInputs) -> PreserveResult:
+    rd, copy = RunDir(Path(a.run_dir)), CopyDir(Path(a.copy_dir))
+    archives = {agent: Path(d) for agent, d in a.archive_dirs.items()}
+    what = a.task_id or "the run"
+    progress(f"preserve: copying {what} and {len(archives)} agents' archives to {copy.path}")
+    t = mirror(rd, archives, copy, a.task_id)
+    record_sums(copy, t.sums)
+    if t.problems:
+        raise StepFailed(f"copy of {what} not verified: {'; '.join(t.problems[:5])}", problems=t.problems)
+    progress(f"preserve: {t.files} files ({t.bytes / 2**20:.1f} MiB) copied and verified"
+             + (f"; {len(t.skipped)} links or special files skipped" if t.skipped else ""))
+    return PreserveResult(copy_dir=str(copy.path), files=t.files, bytes=t.bytes, verified=True, skipped=t.skipped)
+
+
+def save(profile_dir: Path, traj_root: str) -> int:
+    """Copy and verify every run of a profile by hand."""
+    pd = ProfileDir(profile_dir)
+    failed = 0
+    for rd in pd.runs():
+        copy = CopyDir.of(traj_root, pd.path.name, rd.path.name)
+        t = mirror(rd, pd.run_archives(rd.path.name), copy, None)
+        record_sums(copy, t.sums)
+        failed += bool(t.problems)
+        print(f"{rd.path.name}: {t.files} files to {copy.path}: " + ("; ".join(t.problems) or "verified"))
+    return 1 if failed else 0
+
+
+def guard(a: PreserveInputs, env: Mapping[str, str]) -> int:
+    """At destroy (this step is deleted first): refuse while the profile's data may not be deleted."""
+    from scripts.profile_data import refusal
+
+    reason = refusal(a.guard, env) if a.guard else None
+    if reason:
+        print(f"preserve: {reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if args[:1] == ["save"] and len(args) == 3:
+        return save(Path(args[1]), args[2])
+    a = load_inputs(PreserveInputs, env)
+    if args[:1] == ["guard"]:
+        return guard(a, env)
+    step = PRESERVE_RUN if a.task_id is None else "preserve-task"
+    return run_step(step, RunDir(Path(a.run_dir)), a.task_id, a, lambda: preserve(a))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
