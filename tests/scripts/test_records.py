@@ -94,7 +94,7 @@ def test_typed_receipts_are_read_back_by_later_steps(tmp_path: Path):
 def profile_args(tmp_path: Path, **over) -> dict:
     args = {"run_dir": str(tmp_path / "run"), "project_dir": str(ROOT), "checkout": str(tmp_path / "checkout"),
             "profile": {"tasks": ["a__x.1", "b__y.2", "c__z.3"], "allow_dirty": False}, "profile_digest": "d",
-            "images": {"img:1": "sha256:1"}}
+            "images": {"img:1": "sha256:1"}, "copy_dir": str(tmp_path / "traj" / "p.r")}
     args.update(over)
     return args
 
