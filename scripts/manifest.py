@@ -15,7 +15,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping
 
-from components.records import Host, Manifest, ManifestFinish, ManifestStart, Revision, read_index
+from components.records import Host, Manifest, ManifestFinish, ManifestStart, Revision, read_index, read_record
 from components.rundir import RunDir
 from components.step_inputs import ManifestInputs
 from scripts.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
@@ -37,7 +37,7 @@ def host_resources() -> Host:
 
 
 def read_manifest(rd: RunDir) -> Manifest | None:
-    return Manifest.model_validate_json(rd.manifest.read_text()) if rd.manifest.exists() else None
+    return read_record(rd.manifest, Manifest)
 
 
 def start(a: ManifestInputs) -> ManifestStart:
