@@ -7,7 +7,6 @@ never through the gate's code. The fixtures are only read; the derived runs live
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -21,10 +20,10 @@ from components.records import Host, Manifest, Revision
 from components.rundir import RUN_FAILED, RunDir
 from scripts import gate
 from scripts.step import now, write_atomic, write_marker
-from tests.conftest import ROOT, require
+from tests.conftest import ROOT
+from tests.scripts.conftest import LEADERBOARD as REFERENCE
+from tests.scripts.conftest import leaderboard_tasks
 
-FIXTURES = Path(os.environ.get("AGENSH_FIXTURES", ROOT.parent / "shared" / "fixtures"))
-REFERENCE = FIXTURES / "leaderboard-gpt-5-5-high"
 GITTYPE = "unhappychoice__gittype.34b72d0"  # carries test_branch_errors in the leaderboard's result
 LOW = Host(cpus=2, memory_gib=8.0, load=(0.4, 0.5, 0.6))
 HIGH = Host(cpus=2, memory_gib=8.0, load=(9.0, 8.0, 7.0))
@@ -33,8 +32,7 @@ Edit = Callable[[str, dict[str, Any]], None]
 
 @pytest.fixture(scope="module")
 def tasks() -> list[str]:
-    require(REFERENCE.is_dir(), f"the leaderboard fixture {REFERENCE} (AGENSH_FIXTURES names its parent)")
-    return sorted(d.name for d in REFERENCE.iterdir() if d.is_dir())
+    return leaderboard_tasks()
 
 
 @pytest.fixture(scope="module")
