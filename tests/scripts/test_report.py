@@ -1,8 +1,10 @@
 """report: rendered from real evaluator output and a demo-shaped run, checked in headless Chromium.
 
-The scores the page must show are computed here with ProgramBench's own helpers (`score_instance`,
-`test_results_map`), independently of the report. Chromium runs with every name unresolvable and a dead proxy,
-so nothing leaves the machine; its network log shows whether the page itself asked for anything.
+The runs are written through the steps' own records (the manifest and score steps run for real; the other receipts
+are built as `run_step` writes them, since those steps need Docker and the services). The scores the page must
+show are computed here with ProgramBench's own helpers (`score_instance`, `test_results_map`), independently of
+the report. Chromium runs with every name unresolvable and a dead proxy, so nothing leaves the machine; its
+network log shows whether the page itself asked for anything.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
-
 from typing import Callable
 
 import programbench
@@ -326,7 +327,8 @@ def assert_provenance(page: Node, run: Path) -> None:
 def test_leaderboard_run_in_chromium(tmp_path: Path, chromium: str, artifacts: Path):
     leaderboard_tasks()
     run, p = leaderboard_run(tmp_path)
-    code = gate.main([str(run), "--reference", str(FIXTURES)], host=lambda: Host(cpus=2, memory_gib=8.0, load=(0, 0, 0)))
+    idle = Host(cpus=2, memory_gib=8.0, load=(0, 0, 0))
+    code = gate.main([str(run), "--reference", str(FIXTURES)], host=lambda: idle)
     gated = read_record(RunDir(run).gate, GateResult)
     assert gated is not None and code == gate.EXIT_CODES[gated.verdict]
     assert report.main([str(run)]) == 0
