@@ -168,6 +168,11 @@ class BaselineSeedResult(Record):
 R = TypeVar("R", bound=Record)
 
 
+def read_record(path: Path, model: type[R]) -> R | None:
+    """A record file (manifest, score, gate result), or None when it is not there."""
+    return model.model_validate_json(path.read_text()) if path.exists() else None
+
+
 class Receipt(BaseModel, Generic[R]):
     """What a step did: written to `receipts/<step>.json` and printed as the step's last stdout line."""
 
@@ -241,6 +246,59 @@ def read_index(path: Path) -> dict[str, IndexRow]:
             continue
         out[row.task_id] = row
     return out
+
+
+# --- the calibration gate (scripts/gate.py writes gate.json) ---------------------------------------------------
+class LoadReading(Record):
+    source: str
+    cpus: int
+    load: tuple[float, float, float]  # 1, 5 and 15-minute averages
+    per_cpu_5min: float
+
+
+class LoadCheck(Record):
+    max_load_per_cpu: float
+    readings: list[LoadReading]
+    overloaded: bool
+
+
+class GatePair(Record):
+    """One gate task: the candidate's score beside the reference's (None: the reference lacks it, so unpaired)."""
+
+    task_id: str
+    candidate: float  # what enters the mean
+    candidate_raw: float | None  # ProgramBench's score of the eval JSON, when there is one it can score
+    reference: float | None
+    baseline: float | None = None  # None: no second baseline, or the task is not in it
+    delta: float | None  # candidate - reference
+    notes: list[str]
+
+
+class Comparison(Record):
+    """Both paired means (ProgramBench's `aggregate`) over the tasks the other side has."""
+
+    against: str
+    task_ids: list[str]
+    candidate_mean: float
+    other_mean: float
+    passed: bool  # candidate_mean >= other_mean
+
+
+class GateResult(Record):
+    """`gate.json` (REQUIREMENTS 48): the verdict, its reasons, the task list and the pairs."""
+
+    verdict: Literal["PASS", "FAIL", "PAUSED"]
+    reasons: list[str]
+    written: str
+    candidates: list[str]
+    reference: str
+    second_baseline: str | None
+    task_ids: list[str]
+    pairs: list[GatePair]
+    versus_reference: Comparison
+    versus_baseline: Comparison | None
+    load: LoadCheck
+    programbench_version: str
 
 
 # --- provenance ------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
         data/workspace/                         the baseline worker's workspace repository
         <run id>/                               RunDir: one experiment run
             run_manifest.json, result_index.jsonl, receipts/<step>.json (run-level steps),
-            provenance.json, status.json, cc.log (baseline)
+            provenance.json, status.json, cc.log (baseline), gate.json (calibration gate), report.html
             <task id>/                          submission.tar.gz, <task>.eval.json (untouched original),
                                                 <task>.eval.<n>.json (earlier attempts), score.json, evaluate.log,
                                                 ramp.json, receipts/<step>.json, result_index.jsonl, RUN_FAILED,
@@ -130,6 +130,16 @@ class RunDir:
         return self.path / "status.json"
 
     @property
+    def gate(self) -> Path:
+        """The calibration gate's result, when this run was gated (scripts/gate.py)."""
+        return self.path / "gate.json"
+
+    @property
+    def report(self) -> Path:
+        """The run's report page (scripts/report.py)."""
+        return self.path / "report.html"
+
+    @property
     def activity_log(self) -> Path:
         """The baseline worker's native activity log."""
         return self.path / "cc.log"
@@ -164,8 +174,15 @@ class RunDir:
         """The checkpoint of when the task's ramp started, so a resumed `up` keeps its clock."""
         return self.task(task_id) / "ramp.json"
 
+    def receipts(self, task_id: str | None = None) -> Path:
+        return (self.task(task_id) if task_id else self.path) / "receipts"
+
     def receipt(self, step: str, task_id: str | None = None) -> Path:
-        return (self.task(task_id) if task_id else self.path) / "receipts" / f"{step}.json"
+        return self.receipts(task_id) / f"{step}.json"
+
+    def receipt_steps(self, task_id: str | None = None) -> list[str]:
+        """The steps that left a receipt for the task (or the run)."""
+        return sorted(p.stem for p in self.receipts(task_id).glob("*.json"))
 
     def marker(self, task_id: str | None, name: str) -> Path:
         return (self.task(task_id) if task_id else self.path) / name

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from components.records import (Host, Manifest, ManifestFinish, ManifestStart, PreserveResult, Revision, read_index,
-                                result_of)
+                                read_record, result_of)
 from components.rundir import RunDir
 from components.step_inputs import ManifestInputs
 from scripts.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
@@ -38,7 +38,7 @@ def host_resources() -> Host:
 
 
 def read_manifest(rd: RunDir) -> Manifest | None:
-    return Manifest.model_validate_json(rd.manifest.read_text()) if rd.manifest.exists() else None
+    return read_record(rd.manifest, Manifest)
 
 
 def start(a: ManifestInputs) -> ManifestStart:

@@ -7,6 +7,7 @@ A score counts only when no RUN_FAILED / EXPORT_FAILED marker, no evaluator `err
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -25,12 +26,17 @@ from scripts.step import StepFailed, append_result, file_digest, load_inputs, no
 COMPILE_STEP = "compile"
 
 
+@functools.cache
+def instances() -> dict[str, dict[str, Any]]:
+    """Every ProgramBench instance (with its tests.json) by id, as the scoring helpers expect them (read once: the
+    gate and the report score many tasks)."""
+    return {row["instance_id"]: row for row in load_all_instances(TASKS_DIR)}
+
+
 def instance(task_id: str) -> dict[str, Any]:
-    """The task's ProgramBench instance (with its tests.json) as the scoring helpers expect it."""
-    for row in load_all_instances(TASKS_DIR):
-        if row["instance_id"] == task_id:
-            return row
-    raise StepFailed(f"{task_id} is not a ProgramBench task")
+    if task_id not in instances():
+        raise StepFailed(f"{task_id} is not a ProgramBench task")
+    return instances()[task_id]
 
 
 def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[str]:
@@ -52,18 +58,24 @@ def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[s
     return out
 
 
-def score(rd: RunDir, task_id: str) -> Score:
+def assess(rd: RunDir, task_id: str) -> Score:
+    """The task's score record from the run directory, computed and not written: the score step writes it, the gate
+    and the report read runs with it (a task whose score step has not run yet is judged by the same rule)."""
     eval_json = rd.eval_json(task_id)
     data = json.loads(eval_json.read_text()) if eval_json.exists() else None
     problems = problems_of(rd, task_id, data)
     raw = score_instance(eval_json, instance(task_id)) if data is not None and not data.get("error_code") else None
     export = result_of(rd, "export", task_id, ExportResult)
-    result = Score(task_id=task_id, score=raw if not problems else None, raw_score=raw, complete=not problems,
-                   problems=problems, eval_json=str(eval_json),
-                   export_recovered_from=export.recovered_from if export else None)
+    return Score(task_id=task_id, score=raw if not problems else None, raw_score=raw, complete=not problems,
+                 problems=problems, eval_json=str(eval_json),
+                 export_recovered_from=export.recovered_from if export else None)
+
+
+def score(rd: RunDir, task_id: str) -> Score:
+    result = assess(rd, task_id)
     write_atomic(rd.score(task_id), result)
-    append_result(rd, IndexRow(at=now(), task_id=task_id, status="scored" if not problems else "incomplete",
-                               score=result.score, problems=problems))
+    append_result(rd, IndexRow(at=now(), task_id=task_id, status="scored" if result.complete else "incomplete",
+                               score=result.score, problems=result.problems))
     return result
 
 

@@ -33,6 +33,7 @@ host_tools() {
   command -v git >/dev/null || missing+=(git)
   command -v curl >/dev/null || missing+=(curl)
   command -v ip >/dev/null || missing+=(iproute2)
+  [ -x /usr/bin/chromium ] || missing+=(chromium)  # the report's tests open the page in headless Chromium
   if [ ${#missing[@]} -eq 0 ]; then echo "    host tools present"; else apt_install "${missing[@]}"; fi
 }
 

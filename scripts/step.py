@@ -7,6 +7,7 @@ receipt and does nothing (Pulumi re-runs a step only when its inputs change or i
 
 from __future__ import annotations
 
+import calendar
 import fcntl
 import hashlib
 import json
@@ -26,12 +27,20 @@ from components.step_inputs import Inputs
 I = TypeVar("I", bound=BaseModel)
 
 
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # every time a step records, in UTC
+
+
 def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime(TIME_FORMAT, time.gmtime())
 
 
 def iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+    return time.strftime(TIME_FORMAT, time.gmtime(t))
+
+
+def epoch(text: str) -> float:
+    """The epoch seconds of a time `now` or `iso` wrote (receipts' `started`, `finished`, ...)."""
+    return float(calendar.timegm(time.strptime(text, TIME_FORMAT)))
 
 
 def write_atomic(path: Path, data: BaseModel | dict[str, Any], mode: int = 0o644) -> None:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import require
+
 ROOT = Path(__file__).resolve().parents[2]
+# The official leaderboard's published results for the 20 gate tasks (`<task>/<task>.eval.json`), only read.
+LEADERBOARD = Path(os.environ.get("AGENSH_FIXTURES", ROOT.parent / "shared" / "fixtures")) / "leaderboard-gpt-5-5-high"
+
+
+def leaderboard_tasks() -> list[str]:
+    require(LEADERBOARD.is_dir(), f"the leaderboard fixture {LEADERBOARD} (AGENSH_FIXTURES names its parent)")
+    return sorted(d.name for d in LEADERBOARD.iterdir() if d.is_dir())
 
 
 @pytest.fixture

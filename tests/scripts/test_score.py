@@ -66,3 +66,12 @@ def test_missing_eval_is_reported(tmp_path: Path):
 def test_incorrect_program_scores_its_fraction(tmp_path: Path):
     s = scored(run_with(tmp_path, "incorrect"))
     assert s["complete"] and 0 <= s["score"] < 0.5
+
+
+def test_assess_judges_without_writing(tmp_path: Path):
+    run = run_with(tmp_path, "correct", test_branch_errors={"b": [{"error_code": "container_crashed", "error_details": "oom"}]})
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    judged = score.assess(RunDir(run), TASK)
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before  # nothing written
+    assert judged.score is None and judged.raw_score == 0.5 and not judged.complete
+    assert judged.model_dump(mode="json") == scored(run)  # the score step writes what assess judged
