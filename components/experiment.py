@@ -97,7 +97,7 @@ class Experiment(pulumi.ComponentResource):
             late={"host_units_receipt": self.host_units.receipt} if self.host_units else None)
         manifest_inputs = si.ManifestInputs(
             run_dir=self.run_dir, project_dir=str(self.project_dir), checkout=str(self.checkout),
-            profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt)
+            profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt, start_at=p.start_at)
         manifest = Step(f"{name}-manifest-start", "manifest", manifest_inputs, self.opts(preflight), args="start",
                         once_per_run=p.run_id, late={"images": self.images.ids})
         self.platform = Platform(f"{name}-platform", p, self.networks, self.images, secrets,

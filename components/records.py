@@ -52,6 +52,16 @@ class Host(Record):
     load: tuple[float, float, float]
 
 
+class Launch(Record):
+    """`launch.json`: what the systemd service of a scheduled launch records as it begins (scripts/schedule.py)."""
+
+    stack: str
+    unit: str
+    host: str
+    scheduled: str  # the timer's time (the profile's start_at when it was installed)
+    started: str  # when the service began the launch (UTC)
+
+
 class Manifest(Record):
     """`run_manifest.json`: written before the first task (REQUIREMENTS 43), finished with the counts."""
 
@@ -72,6 +82,9 @@ class Manifest(Record):
     scores: dict[str, float] = Field(default_factory=dict)
     headline_requested: dict[str, Any] | None = None
     headline_benchmark: dict[str, Any] | None = None
+    scheduled_start: str | None = None  # the profile's start_at
+    actual_start: str | None = None  # when the launch began: the scheduled service's record, else `written`
+    launched_by: str | None = None  # the systemd unit of a scheduled launch; None when launched by hand
 
 
 class ManifestStart(Record):

@@ -80,7 +80,8 @@ def check_fresh_images(a: PreflightHostInputs) -> str:
 
 def check_state(a: PreflightHostInputs) -> str:
     run = Path(a.run_dir)
-    leftovers = [p.name for p in run.iterdir() if p.name not in ("receipts",)] if run.exists() else []
+    ours = ("receipts", RunDir(run).launch_record.name)  # what the launch itself wrote before this check
+    leftovers = [p.name for p in run.iterdir() if p.name not in ours] if run.exists() else []
     if leftovers:
         raise AssertionError(f"{run} already holds output ({', '.join(sorted(leftovers)[:5])}); preserve it and start a new run id")
     left = sh("docker", "ps", "-aq", "--filter", contract.profile_filter(a.profile)).stdout.split()
