@@ -1,6 +1,6 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test demo demo-destroy down
+.PHONY: setup test demo demo-destroy down schedule
 
 setup:
 	@bash scripts/setup.sh
@@ -17,3 +17,8 @@ demo-destroy:
 down:
 	@test -n "$(PROFILE)" || { echo "usage: make down PROFILE=<profile>"; exit 2; }
 	@bash scripts/down.sh "$(PROFILE)"
+
+# A delayed launch at the stack's agensh:start_at (systemd service + timer): ACTION=install (default), remove, status.
+schedule:
+	@test -n "$(STACK)" || { echo "usage: make schedule STACK=<stack> [ACTION=install|remove|status]"; exit 2; }
+	@.venv/bin/python -m scripts.schedule $(or $(ACTION),install) "$(STACK)"
