@@ -34,6 +34,7 @@ class Event(Record):
 class Check(Record):
     ok: bool
     detail: str
+    warning: bool = False  # passed with a caveat the detail explains (e.g. the gateway offers no model list)
 
 
 class PreflightResult(Record):
