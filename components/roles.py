@@ -147,8 +147,10 @@ def bootstrap(p: Profile, c: Placement) -> ServiceSpec:
 
 
 def model(p: Profile, c: Placement) -> ServiceSpec:
-    """The demo's stand-in model: it only checks the credential the egress proxy injects."""
-    return ServiceSpec(image=p.image("egress-proxy"), env={"STANDIN": "model", "PORT": str(HTTP_PORT)},
+    """The demo's stand-in model: it only checks the credential the egress proxy injects. Like a real gateway it lists
+    a fixed set of model ids (the pinned model), whatever the profile asks for: the preflight checks against it."""
+    return ServiceSpec(image=p.image("egress-proxy"),
+                       env={"STANDIN": "model", "PORT": str(HTTP_PORT), "STANDIN_MODELS": contract.PINNED_MODEL},
                        secret_env={"EXPECTED_TOKEN_SHA256": "llm_upstream_token"}, healthcheck=http_check(HTTP_PORT))
 
 
