@@ -1,7 +1,8 @@
 """The model-id check through the real engine: a copy of the demo profile whose model id the stand-in gateway does not
 list (the policy pack is told to allow it, so only the gateway can tell) is refused by the model preflight, naming the
 ids on offer and the fix, and no MySQL, Gitea, Mattermost, board, token service, bootstrap, router or worker
-container is ever created: only the egress proxy and the stand-in model ran.
+container is ever created: only the egress proxy and the stand-in model ran. Applying the fix (set agensh:model, run
+`pulumi up` again) passes the check, and the rest of the platform follows.
 
 Everything the stack uses is private to the test: the stand-in services image under a private tag (the copy's stand-in
 Dockerfiles are pointed at it), the shared images under the profile's private tags (`uncached`), and a cleanroom
@@ -10,6 +11,8 @@ image of the calculator task under a private org; all are removed at the end."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -58,7 +61,7 @@ def stack(tmp_path: Path, pulumi_engine: str):
         (proj / "policy.json").write_text(json.dumps(policy))
         run_(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml",
              "--env-file", "none", "--set", "host_units=off")
-        yield proj, profile, run_, tmp_path / "data" / profile
+        yield proj, profile, run_, tmp_path / "data" / profile, env
     finally:
         if (tmp_path / "project").exists():
             run_("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
@@ -72,7 +75,7 @@ def stack(tmp_path: Path, pulumi_engine: str):
 
 
 def test_a_model_the_gateway_does_not_list_stops_the_launch_before_the_platform(stack):
-    proj, profile, run, data = stack
+    proj, profile, run, data, env = stack
     since = int(time.time()) - 1
     up = run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile,
              "--policy-pack", "policies", "--policy-pack-config", "policy.json", check=False)
@@ -97,3 +100,24 @@ def test_a_model_the_gateway_does_not_list_stops_the_launch_before_the_platform(
     existing = docker("ps", "-a", "--filter", contract.profile_filter(profile), "--format",
                       f'{{{{.Label "{contract.ROLE_LABEL}"}}}}').split()
     assert sorted(existing) == ["egress-proxy", "model"]
+
+    # the fix as the message gives it: the failed check runs again with the new model id, then MySQL and the rest
+    run(sys.executable, "scripts/new_stack.py", profile, "--set", f"model={contract.PINNED_MODEL}", "--env-file", "none")
+    with open(proj / "up2.log", "w") as log:
+        again = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile,
+                                  "--policy-pack", "policies", "--policy-pack-config", "policy.json"],
+                                 cwd=proj, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    mysql = contract.resource_name(profile, "mysql")
+    try:
+        deadline = time.time() + 300
+        while again.poll() is None and time.time() < deadline and not docker("ps", "-aq", "--filter", f"name=^{mysql}$"):
+            time.sleep(2)
+        receipt = json.loads((data / "20261129t000000z" / "receipts" / "preflight-model.json").read_text())
+        assert receipt["status"] == "ok", (proj / "up2.log").read_text()[-3000:]
+        assert receipt["result"]["checks"]["model-list"]["detail"].startswith(f"{contract.PINNED_MODEL} is one of")
+        assert docker("ps", "-aq", "--filter", f"name=^{mysql}$"), (proj / "up2.log").read_text()[-3000:]
+    finally:
+        if again.poll() is None:
+            os.killpg(again.pid, signal.SIGKILL)
+        again.wait()
+        run("pulumi", "cancel", "--yes", "--non-interactive", "-s", profile, check=False)
