@@ -149,7 +149,9 @@ def test_timer_fires_the_launch_at_the_scheduled_time_and_is_removed(launch, tmp
         if shown["service.ActiveState"] == "inactive":
             break
         time.sleep(0.5)
-    assert shown["service.Result"] == "success" and shown["launch"] == record and shown["timer.LastTriggerUSec"]
+    assert shown["service.Result"] == "success" and shown["launch"] == record
+    day, clock, zone = shown["timer.LastTriggerUSec"].split()[1:]  # e.g. "Tue 2026-12-01 10:37:05 UTC"
+    assert zone == "UTC" and start_at <= epoch(f"{day}T{clock}Z") <= start_at + 3
 
     # the run manifest (written on the launch host once `pulumi up` gets there) carries both times
     record_path.parent.mkdir(parents=True)
