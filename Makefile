@@ -1,6 +1,6 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test demo demo-destroy down preview up
+.PHONY: setup test demo demo-destroy down preview up schedule
 
 setup:
 	@bash scripts/setup.sh
@@ -29,3 +29,8 @@ preview:
 up:
 	@test -n "$(STACK)" || { echo "usage: make up STACK=<stack>"; exit 2; }
 	@. scripts/env.sh && pulumi up -s "$(STACK)" $(PACK)
+
+# A delayed launch at the stack's agensh:start_at (systemd service + timer): ACTION=install (default), remove, status.
+schedule:
+	@test -n "$(STACK)" || { echo "usage: make schedule STACK=<stack> [ACTION=install|remove|status]"; exit 2; }
+	@.venv/bin/python -m scripts.schedule $(or $(ACTION),install) "$(STACK)"

@@ -1,6 +1,7 @@
 """Experiment: the top-level component of one profile stack (DESIGN.md, "The stack's graph").
 
-    HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> Platform -> Preflight(model)
+    HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> egress proxy (+ stand-in model)
+        -> Preflight(model) -> the other platform services
     per task k: Seed(k) -> Team(k) -> Kickoff(k) -> Export(k) (beside it Reminders(k)) -> Shutdown(k)
                 -> Evaluate(k) -> Score(k)
     Seed(k+1) waits for Shutdown(k) only, so Evaluate(k) overlaps task k+1. Manifest(finish) follows every Score.
@@ -99,15 +100,18 @@ class Experiment(pulumi.ComponentResource):
             late={"host_units_receipt": self.host_units.receipt} if self.host_units else None)
         manifest_inputs = si.ManifestInputs(
             run_dir=self.run_dir, project_dir=str(self.project_dir), checkout=str(self.checkout),
-            profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt, copy_dir=self.copy_dir)
+            profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt, copy_dir=self.copy_dir,
+            start_at=p.start_at)
         manifest = Step(f"{name}-manifest-start", "manifest", manifest_inputs, self.opts(preflight), args="start",
                         once_per_run=p.run_id, late={"images": self.images.ids})
-        self.platform = Platform(f"{name}-platform", p, self.networks, self.images, secrets,
-                                 [d for d in (manifest, self.host_units) if d is not None], self.opts())
-        model_check = Step(f"{name}-preflight-model", "preflight", si.PreflightModelInputs(
-            run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort, proxy_url=url(p, "egress-proxy"),
-        ), self.opts(self.platform), args="model", secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
-            once_per_run=p.run_id)
+        self.platform = Platform(
+            f"{name}-platform", p, self.networks, self.images, secrets,
+            [d for d in (manifest, self.host_units) if d is not None], self.opts(),
+            gate=lambda model_path: Step(f"{name}-preflight-model", "preflight", si.PreflightModelInputs(
+                run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort, proxy_url=url(p, "egress-proxy"),
+            ), self.opts(*model_path), args="model", secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
+                once_per_run=p.run_id))
+        model_check = self.platform.gate
 
         scores: list[Step] = []
         copies: list[Step] = []
@@ -115,7 +119,7 @@ class Experiment(pulumi.ComponentResource):
         run_task = self._baseline_task if p.kind == "baseline" else self._team_task
         for task in p.tasks:
             slug = contract.task_slug(task)
-            shutdown = run_task(task, [model_check, previous_shutdown])
+            shutdown = run_task(task, [model_check, self.platform, previous_shutdown])
             previous_shutdown = shutdown
             last: Step = shutdown
             if not p.skip_eval:

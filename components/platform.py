@@ -1,7 +1,11 @@
 """Platform: the profile's platform services in the role table's start order (a team: MySQL, Gitea, Mattermost,
-board, token service, egress proxy, bootstrap; a baseline: the egress proxy)."""
+board, token service, egress proxy, bootstrap; a baseline: the egress proxy). With a gate (the model check), the
+services on the model path (egress proxy, stand-in model) come first and every other service waits for the gate, so
+a wrong model id stops the launch before MySQL, Gitea or Mattermost exist."""
 
 from __future__ import annotations
+
+from typing import Callable
 
 import pulumi
 import pulumi_docker as docker
@@ -11,7 +15,7 @@ from .images import Images
 from .networks import Networks
 from .profile import Profile
 from .roles import ROLES, spec
-from .topology import placements
+from .topology import Placement, placements
 
 
 class Platform(pulumi.ComponentResource):
@@ -19,16 +23,26 @@ class Platform(pulumi.ComponentResource):
 
     def __init__(self, name: str, profile: Profile, nets: Networks, images: Images,
                  secrets: dict[str, pulumi.Output[str]], after: list[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
-        """`after`: what every service waits for (a component's own depends_on does not reach its children)."""
+                 opts: pulumi.ResourceOptions | None = None,
+                 gate: Callable[[list[pulumi.Resource]], pulumi.Resource] | None = None):
+        """`after`: what every service waits for (a component's own depends_on does not reach its children).
+        `gate`: declares, given the model-path services, what every other service waits for (it is `self.gate`)."""
         super().__init__("agensh:index:Platform", name, None, opts)
         self.services = {}
-        for c in placements(profile):
-            if ROLES[c.role].per_task:
-                continue
+
+        def add(c: Placement, wait_for: list[pulumi.Resource]) -> None:
             s = spec(profile, c)
             deps = [self.services[d] for d in ROLES[c.role].after if d in self.services]
             self.services[c.role] = container(
                 f"{name}-{c.role}", profile, c, s, nets, secrets,
-                pulumi.ResourceOptions(parent=self, depends_on=[*after, *deps, images.by_name[s.image]]))
+                pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps, images.by_name[s.image]]))
+
+        platform = [c for c in placements(profile) if not ROLES[c.role].per_task]
+        first = [c for c in platform if gate and ROLES[c.role].model_path]
+        for c in first:
+            add(c, after)
+        self.gate = gate([self.services[c.role] for c in first]) if gate else None
+        for c in platform:
+            if c not in first:
+                add(c, [*after, self.gate] if self.gate else after)
         self.register_outputs({"services": {r: c.name for r, c in self.services.items()}})

@@ -13,11 +13,12 @@ import hashlib
 import ipaddress
 import json
 import re
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import addressing, catalog, contract
 from .roles import ROLES
@@ -79,6 +80,8 @@ class Profile(BaseModel):
     export_grace_s: int = Field(600, ge=0, description="Archive grace for workers after the export")
     snapshot_seconds: int = Field(1200, gt=0, description="Baseline snapshot interval")
     pair_with: str | None = Field(None, description="Baseline: the team stack whose score to pair with this one")
+    start_at: str | None = Field(None, description="Scheduled launch, UTC ISO 8601 (2026-12-02T06:00:00Z); "
+                                                   "`python -m scripts.schedule install <stack>` sets the timer")
 
     # Images (REQUIREMENTS 10, 15-19)
     agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")
@@ -120,7 +123,18 @@ class Profile(BaseModel):
     publish_ports: bool = Field(True, description="Publish operator ports on 127.0.0.1 (via the operator network)")
     model_standin: bool = Field(False, description="Run the demo's stand-in model on the egress network")
 
+    @field_validator("start_at", mode="before")
+    @classmethod
+    def _timestamp_as_text(cls, value: Any) -> Any:
+        """YAML reads an unquoted 2026-12-02T06:00:00Z as a timestamp: keep it as the text it was."""
+        return value.isoformat() if isinstance(value, datetime) else value
+
     # --- derivations -------------------------------------------------------------------------
+    @property
+    def start_time(self) -> datetime | None:
+        """`start_at` as an aware UTC time (validated by `check`)."""
+        return parse_utc(self.start_at) if self.start_at else None
+
     @property
     def compose_project(self) -> str:
         return contract.compose_project(self.profile)
@@ -241,6 +255,19 @@ class ProfileError(ValueError):
         super().__init__(f"the profile has {len(problems)} problem(s):\n{lines}")
 
 
+def parse_utc(value: str) -> datetime:
+    """A UTC time in ISO 8601 with whole seconds (`2026-12-02T06:00:00Z` or `...+00:00`), else ValueError."""
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO 8601 time; expected UTC like 2026-12-02T06:00:00Z") from None
+    if t.utcoffset() != timedelta(0):
+        raise ValueError(f"{value!r}: give the time in UTC, ending in Z (like 2026-12-02T06:00:00Z)")
+    if t.microsecond:
+        raise ValueError(f"{value!r}: give whole seconds")
+    return t.astimezone(timezone.utc)
+
+
 def from_config_strings(values: dict[str, str]) -> dict[str, Any]:
     """Config values as Pulumi hands them over (strings; structured values as JSON) -> raw profile values."""
     out: dict[str, Any] = {}
@@ -320,6 +347,11 @@ def check(p: Profile) -> list[tuple[str, str]]:
                                     "can answer in its place"))
     if p.ssh_host_key and not re.fullmatch(r"(ssh|ecdsa)-[\w@.-]+ [A-Za-z0-9+/=]+( .*)?", p.ssh_host_key.strip()):
         out.append(("ssh_host_key", "expected a public key line such as `ssh-ed25519 AAAA...`"))
+    if p.start_at is not None:  # a time in the past is refused by the command that schedules, not here
+        try:
+            parse_utc(p.start_at)
+        except ValueError as err:
+            out.append(("start_at", str(err)))
     for t in p.tasks:
         if len(contract.member_name(p.profile, t, "worker", p.workers)) > contract.MAX_NAME:
             out.append(("profile", f"names for task {t} exceed {contract.MAX_NAME} characters; use a shorter profile"))

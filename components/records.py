@@ -34,6 +34,7 @@ class Event(Record):
 class Check(Record):
     ok: bool
     detail: str
+    warning: bool = False  # passed with a caveat the detail explains (e.g. the gateway offers no model list)
 
 
 class PreflightResult(Record):
@@ -50,6 +51,16 @@ class Host(Record):
     cpus: int | None
     memory_gib: float
     load: tuple[float, float, float]
+
+
+class Launch(Record):
+    """`launch.json`: what the systemd service of a scheduled launch records as it begins (scripts/schedule.py)."""
+
+    stack: str
+    unit: str
+    host: str
+    scheduled: str  # the timer's time (the profile's start_at when it was installed)
+    started: str  # when the service began the launch (UTC)
 
 
 class Manifest(Record):
@@ -74,6 +85,9 @@ class Manifest(Record):
     headline_benchmark: dict[str, Any] | None = None
     copy_dir: str | None = None  # the run's verified copy outside the profile's data
     preserved: dict[str, bool] = Field(default_factory=dict)  # task -> its copy verified
+    scheduled_start: str | None = None  # the profile's start_at
+    actual_start: str | None = None  # when the launch began: the scheduled service's record, else `written`
+    launched_by: str | None = None  # the systemd unit of a scheduled launch; None when launched by hand
 
 
 class ManifestStart(Record):

@@ -55,6 +55,7 @@ class Role:
     slot: int | None = None  # platform address: host 2 + slot of the internal network
     operator_port: int | None = None  # offset from port_base when operator ports are published (127.0.0.1)
     after: tuple[str, ...] = ()  # platform roles that must be up first
+    model_path: bool = False  # on the way to the model: up before the model check, which the other services wait for
     kinds: tuple[str, ...] = ("team",)  # profile kinds that run it
     per_task: bool = False  # one per worker per task (router, worker) or per task (snapshot)
 
@@ -148,8 +149,10 @@ def bootstrap(p: Profile, c: Placement) -> ServiceSpec:
 
 
 def model(p: Profile, c: Placement) -> ServiceSpec:
-    """The demo's stand-in model: it only checks the credential the egress proxy injects."""
-    return ServiceSpec(image=p.image("egress-proxy"), env={"STANDIN": "model", "PORT": str(HTTP_PORT)},
+    """The demo's stand-in model: it only checks the credential the egress proxy injects. Like a real gateway it lists
+    a fixed set of model ids (the pinned model), whatever the profile asks for: the preflight checks against it."""
+    return ServiceSpec(image=p.image("egress-proxy"),
+                       env={"STANDIN": "model", "PORT": str(HTTP_PORT), "STANDIN_MODELS": contract.PINNED_MODEL},
                        secret_env={"EXPECTED_TOKEN_SHA256": "llm_upstream_token"}, healthcheck=http_check(HTTP_PORT))
 
 
@@ -205,8 +208,9 @@ ROLES: dict[str, Role] = {r.name: r for r in (
     Role("mattermost", mattermost, port=8065, slot=2, operator_port=1, after=("mysql",)),
     Role("board", board, slot=3, operator_port=2),
     Role("secret-service", secret_service, slot=4, operator_port=3),
-    Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, kinds=("team", "baseline")),
-    Role("model", model, networks=("egress",), kinds=()),  # only with model_standin (the demo)
+    Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, kinds=("team", "baseline"),
+         model_path=True),
+    Role("model", model, networks=("egress",), kinds=(), model_path=True),  # only with model_standin (the demo)
     Role("bootstrap", bootstrap, slot=6, after=("gitea", "mattermost", "secret-service")),
     Role("router", router, per_task=True),
     Role("worker", worker, per_task=True, kinds=("team", "baseline")),

@@ -6,7 +6,8 @@
         data/workspace/                         the baseline worker's workspace repository
         <run id>/                               RunDir: one experiment run
             run_manifest.json, result_index.jsonl, receipts/<step>.json (run-level steps),
-            provenance.json, status.json, cc.log (baseline), gate.json (calibration gate), report.html
+            launch.json (when a scheduled launch began), provenance.json, status.json, cc.log (baseline),
+            gate.json (calibration gate), report.html
             <task id>/                          submission.tar.gz, <task>.eval.json (untouched original),
                                                 <task>.eval.<n>.json (earlier attempts), score.json, evaluate.log,
                                                 ramp.json, receipts/<step>.json, result_index.jsonl, RUN_FAILED,
@@ -120,6 +121,11 @@ class RunDir:
     @property
     def index(self) -> Path:
         return self.path / "result_index.jsonl"
+
+    @property
+    def launch_record(self) -> Path:
+        """Written by a scheduled launch's service as it begins (scripts/scheduled_launch.sh), before `pulumi up`."""
+        return self.path / "launch.json"
 
     @property
     def provenance(self) -> Path:

@@ -59,6 +59,7 @@ class ManifestInputs(Inputs):
     images: dict[str, str] = Field(default_factory=dict)  # image name -> id (known after the images exist)
     attempt: int = 1
     copy_dir: str
+    start_at: str | None = None  # the scheduled launch time (the profile's start_at)
 
 
 class GiteaInputs(TaskInputs):

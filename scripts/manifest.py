@@ -1,8 +1,10 @@
 """manifest: `run_manifest.json`, written before the first task starts and rewritten at the end.
 
 `start` records the provenance (profile and its hash, project and Agensh checkout revisions with a dirty
-flag, ProgramBench version, image ids, host resources, requested tasks) and refuses a dirty Agensh checkout
-unless the profile's `allow_dirty` escape is set. `finish` adds the completed/failed counts and the headline
+flag, ProgramBench version, image ids, host resources, requested tasks, the scheduled and the actual start) and
+refuses a dirty Agensh checkout unless the profile's `allow_dirty` escape is set. The actual start of a scheduled
+launch is the time its systemd service began (its `launch.json`); a launch by hand began when the manifest was
+first written. `finish` adds the completed/failed counts and the headline
 from ProgramBench's `aggregate` (the denominator is the requested task list, never the index's line count).
 """
 
@@ -15,8 +17,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping
 
-from components.records import (Host, Manifest, ManifestFinish, ManifestStart, PreserveResult, Revision, read_index,
-                                read_record, result_of)
+from components.records import (Host, Launch, Manifest, ManifestFinish, ManifestStart, PreserveResult, Revision,
+                                read_index, read_record, result_of)
 from components.rundir import RunDir
 from components.step_inputs import ManifestInputs
 from scripts.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
@@ -48,11 +50,14 @@ def start(a: ManifestInputs) -> ManifestStart:
         raise StepFailed(f"the Agensh checkout {checkout.path} has uncommitted changes; commit them, or set "
                          "agensh:allow_dirty true to record the dirty state and go on", checkout=checkout.model_dump())
     existing = read_manifest(rd)
+    written = existing.written if existing else now()  # a resumed run keeps when it was first recorded
+    launch = Launch.model_validate_json(rd.launch_record.read_text()) if rd.launch_record.exists() else None
     manifest = Manifest(
-        written=existing.written if existing else now(),  # a resumed run keeps when it was first recorded
-        state="running", profile=a.profile, profile_digest=a.profile_digest, project=revision(Path(a.project_dir)),
-        checkout=checkout, programbench_version=version("programbench"), images=a.images, host=host_resources(),
-        requested_task_ids=a.profile["tasks"], copy_dir=a.copy_dir)
+        written=written, state="running", profile=a.profile, profile_digest=a.profile_digest,
+        project=revision(Path(a.project_dir)), checkout=checkout, programbench_version=version("programbench"),
+        images=a.images, host=host_resources(), requested_task_ids=a.profile["tasks"], copy_dir=a.copy_dir,
+        scheduled_start=a.start_at, actual_start=launch.started if launch else written,
+        launched_by=launch.unit if launch else None)
     write_atomic(rd.manifest, manifest)
     return ManifestStart(manifest=manifest)
 

@@ -74,6 +74,18 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def stack_file(stack: str) -> Path:
+    return ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def plain_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The plain `agensh:` settings of a stack file's `config:` without the prefix; secrets (`{secure: ...}`) are
+    left out, structured settings (cleanroom_digests) kept."""
+    prefix = f"{NAMESPACE}:"
+    return {k[len(prefix):]: v for k, v in config.items()
+            if k.startswith(prefix) and not (isinstance(v, dict) and set(v) == {"secure"})}
+
+
 def policy_config_path(stack: str) -> Path:
     return ROOT / "stacks" / f"{stack}.policy.json"
 
@@ -113,12 +125,12 @@ def main(argv: list[str] | None = None) -> int:
               "or digit", file=sys.stderr)
         return 2
 
-    path = ROOT / "stacks" / f"Pulumi.{args.name}.yaml"
+    path = stack_file(args.name)
     doc: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
     doc = doc or {}
     config: dict[str, Any] = dict(doc.get("config") or {})
     prefix = f"{NAMESPACE}:"
-    plain = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and not isinstance(v, dict)}
+    plain = plain_settings(config)
     if args.source:
         source = (yaml.safe_load(Path(args.source).read_text()) or {}).get("config") or {}
         plain.update({k[len(prefix):]: v for k, v in source.items() if k.startswith(prefix)})

@@ -5,11 +5,14 @@
 mode 0111 (temporary check containers without network); router and board images built from the current
 checkout revision; state empty (no leftover output, no labelled containers); subnets colliding neither with host
 routes nor other Docker networks; operator ports free; the team limits as rendered (the contract's rule).
-`model` phase (after the egress proxy is up, before any worker): one small live model request through the proxy.
+`model` phase (after the egress proxy is up, before any other platform service): the gateway's model list through
+the proxy (`GET /v1/models`), which must hold the profile's model id (a gateway without a list is a warning in the
+receipt, not a failure), and one small live model request through the proxy.
 """
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import json
 import os
@@ -17,14 +20,21 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from components import contract
 from components.records import Check, PreflightResult
 from components.rundir import RunDir
 from components.step_inputs import PreflightHostInputs, PreflightModelInputs
 from scripts.http import HTTPFailure, request
-from scripts.step import StepFailed, load_inputs, run_step
+from scripts.step import StepFailed, load_inputs, progress, run_step
+
+
+NO_MODEL_LIST = (404, 405, 501)  # the gateway (or the proxy) has no /v1/models
+
+
+class CheckWarning(Exception):
+    """A check that passes with a caveat: recorded as a warning in the receipt, the launch goes on."""
 
 
 def sh(*args: str) -> subprocess.CompletedProcess[str]:
@@ -80,7 +90,8 @@ def check_fresh_images(a: PreflightHostInputs) -> str:
 
 def check_state(a: PreflightHostInputs) -> str:
     run = Path(a.run_dir)
-    leftovers = [p.name for p in run.iterdir() if p.name not in ("receipts",)] if run.exists() else []
+    ours = ("receipts", RunDir(run).launch_record.name)  # what the launch itself wrote before this check
+    leftovers = [p.name for p in run.iterdir() if p.name not in ours] if run.exists() else []
     if leftovers:
         raise AssertionError(f"{run} already holds output ({', '.join(sorted(leftovers)[:5])}); preserve it and start a new run id")
     left = sh("docker", "ps", "-aq", "--filter", contract.profile_filter(a.profile)).stdout.split()
@@ -135,6 +146,40 @@ def check_limits(a: PreflightHostInputs) -> str:
     return f"team limits hold for {a.limits['workers']} workers"
 
 
+def listed_models(body: Any) -> list[str] | None:
+    """The ids of an OpenAI-style model list (`{"data": [{"id": ...}, ...]}`), or None when `body` is none."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
+        return None
+    return [m["id"] for m in data]
+
+
+def check_model_list(a: PreflightModelInputs, token: str) -> str:
+    """The model id is one the gateway lists (REQUIREMENTS 46), asked through the egress proxy with the workers'
+    credential, so only the proxy holds the real one."""
+    url = f"{a.proxy_url.rstrip('/')}/v1/models"
+    try:
+        status, body, _ = request("GET", url, token=token, attempts=10, ok=NO_MODEL_LIST)
+    except HTTPFailure as err:
+        raise AssertionError(f"the model list through the egress proxy failed: {err}") from None
+    except ValueError:  # a 2xx answer that is not JSON
+        raise CheckWarning(f"GET /v1/models did not answer JSON: the gateway offers no model list; {a.model} was not "
+                           "checked against one") from None
+    ids = None if status in NO_MODEL_LIST else listed_models(body)
+    if ids is None:
+        raise CheckWarning(f"the gateway offers no model list (GET /v1/models: HTTP {status}"
+                           f"{'' if status in NO_MODEL_LIST else ', not a list of models'}); {a.model} was not checked "
+                           "against one")
+    if a.model not in ids:
+        close = difflib.get_close_matches(a.model, ids, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise AssertionError(
+            f"model {a.model} is not offered by the gateway, which lists: {', '.join(sorted(ids)) or 'no model'}. "
+            f"Set agensh:model to one of them{hint} (`scripts/new_stack.py <stack> --set model=<id>`) and run "
+            "`pulumi up` again")
+    return f"{a.model} is one of the {len(ids)} models the gateway lists"
+
+
 def check_model(a: PreflightModelInputs, token: str) -> str:
     body = {"model": a.model, "input": "agensh preflight: reply with one word.", "reasoning": {"effort": a.effort}}
     try:
@@ -157,6 +202,9 @@ def run_checks(checks: dict[str, Callable[[], str]]) -> PreflightResult:
     for name, fn in checks.items():
         try:
             results[name] = Check(ok=True, detail=fn())
+        except CheckWarning as caveat:
+            results[name] = Check(ok=True, detail=str(caveat), warning=True)
+            progress(f"preflight: warning: {name}: {caveat}")
         except AssertionError as err:
             results[name] = Check(ok=False, detail=str(err))
             failed.append(f"{name}: {err}")
@@ -174,8 +222,8 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
         return run_step("preflight-host", RunDir(Path(a.run_dir)), None, a, body)
     m = load_inputs(PreflightModelInputs, env)
     token = env.get("AGENSH_PROXY_TOKEN", "")
-    return run_step("preflight-model", RunDir(Path(m.run_dir)), None, m,
-                    lambda: run_checks({"model": lambda: check_model(m, token)}))
+    return run_step("preflight-model", RunDir(Path(m.run_dir)), None, m, lambda: run_checks(
+        {"model-list": lambda: check_model_list(m, token), "model": lambda: check_model(m, token)}))
 
 
 if __name__ == "__main__":

@@ -105,8 +105,15 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     team = next(r for r in regs.values() if r.type == "agensh:index:Team")
     assert all(w.parent == team.urn for w in workers_)
     platform_children = {r.urn for r in containers.values() if r.parent == platform_urn}
-    # depends_on a component means on its children: the model check waits for every platform service
-    assert len(platform_children) == 7 and platform_children <= set(regs["experiment-preflight-model"].deps)
+    # the model check waits for the egress proxy only; every other platform service waits for the model check, so a
+    # wrong model id stops the launch before them; the seed waits for all of them (depends_on the platform component)
+    proxy_urn = urn["experiment-platform-egress-proxy"]
+    assert len(platform_children) == 7
+    assert set(regs["experiment-preflight-model"].deps) & platform_children == {proxy_urn}
+    assert all(urn["experiment-preflight-model"] in r.deps for r in containers.values()
+               if r.parent == platform_urn and r.urn != proxy_urn)
+    seed = regs["experiment-jgm-pandoc-5caad90-seed"]
+    assert platform_children | {urn["experiment-preflight-model"]} <= set(seed.deps)
     assert all(urn["experiment-jgm-pandoc-5caad90-seed"] in w.deps for w in workers_ + routers)
     worker_image = next(r for r in by_type[IMAGE] if labels_of_build(r).get("agensh.role") == "worker-image")
     assert all(worker_image.urn in w.deps for w in workers_)

@@ -8,11 +8,11 @@ import json
 import os
 import shutil
 import subprocess
-import time
-import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.integration.conftest import docker
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARD = "/etc/systemd/system/pbench-reboot-guard.service"
@@ -20,46 +20,8 @@ SLICE = "/etc/systemd/system/pbench.slice"
 STATE = "/var/lib/agensh/host-units.hostunits-test.json"
 
 
-def docker(*args: str, check: bool = True) -> str:
-    out = subprocess.run(["docker", *args], capture_output=True, text=True)
-    if check and out.returncode:
-        raise AssertionError(f"docker {' '.join(args[:3])}: {out.stderr}")
-    return out.stdout.strip()
-
-
 @pytest.fixture
-def systemd_host(tmp_path: Path, pulumi_engine: str):
-    """A container booting systemd and sshd on an internal network, with this host's Docker socket and client."""
-    built = subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh"), "systemd"], capture_output=True, text=True)
-    assert built.returncode == 0, built.stdout + built.stderr
-    run = uuid.uuid4().hex[:8]
-    key = tmp_path / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    net, name = f"agensh-test-{run}", f"agensh-test-systemd-{run}"
-    octet = int(run[:2], 16) % 200 + 20
-    docker("network", "create", "--internal", "--subnet", f"10.252.{octet}.0/28", "--label", f"agensh.test={run}", net)
-    try:
-        docker("run", "-d", "--name", name, "--label", f"agensh.test={run}", "--network", net,
-               "--ip", f"10.252.{octet}.5", "--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined",
-               "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
-               "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", f"{shutil.which('docker')}:/usr/local/bin/docker:ro",
-               "-v", f"{key}.pub:/root/.ssh/authorized_keys:ro", "agensh-systemd-host:bookworm", "/sbin/init")
-        for _ in range(60):
-            state = docker("exec", name, "systemctl", "is-system-running", check=False)
-            if state in ("running", "degraded") and docker("exec", name, "systemctl", "is-active", "ssh", check=False) == "active":
-                break
-            time.sleep(1)
-        else:
-            raise AssertionError(f"systemd did not come up: {state}")
-        host_key = docker("exec", name, "cat", "/etc/ssh/ssh_host_ed25519_key.pub").rsplit(" ", 1)[0]
-        yield {"name": name, "ip": f"10.252.{octet}.5", "key": key.read_text(), "run": run, "host_key": host_key}
-    finally:
-        docker("rm", "-f", name, check=False)
-        docker("network", "rm", net, check=False)
-
-
-@pytest.fixture
-def stack(tmp_path: Path, systemd_host):
+def stack(tmp_path: Path, systemd_host, pulumi_engine: str):
     proj = tmp_path / "project"
     shutil.copytree(Path(__file__).parent / "host_units_project", proj)
     (proj / "Pulumi.yaml").write_text((proj / "Pulumi.yaml").read_text().replace("VIRTUALENV", str(ROOT / ".venv")))

@@ -52,6 +52,8 @@ def checks(tmp_path: Path, a: dict) -> tuple[int, dict]:
 
 def test_preflight_passes_on_a_clean_host(images, tmp_path: Path):
     run, good, _ = images
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "launch.json").write_text("{}")  # what a scheduled launch writes first is no leftover
     rc, receipt = checks(tmp_path, inputs(tmp_path, run, worker_images=[good], images=[good]))
     assert rc == 0, receipt
     assert receipt["checks"]["workers"]["detail"].endswith("reference 0111")

@@ -133,6 +133,27 @@ def test_manifest_first_then_counts_over_requested(tmp_path: Path):
     assert json.loads((tmp_path / "run" / "run_manifest.json").read_text())["completed"] == 2
 
 
+def test_manifest_records_the_scheduled_and_the_actual_start(tmp_path: Path):
+    """A scheduled launch: its service's launch.json gives the actual start and the unit; by hand: the first write."""
+    git_checkout(tmp_path / "checkout", dirty=False)
+    by_hand = tmp_path / "by-hand"
+    args = profile_args(by_hand, checkout=str(tmp_path / "checkout"), start_at="2026-12-02T06:00:00Z")
+    assert manifest.main(["start"], {"AGENSH_INPUT": json.dumps(args)}) == 0
+    m = json.loads((by_hand / "run" / "run_manifest.json").read_text())
+    assert (m["scheduled_start"], m["actual_start"], m["launched_by"]) == ("2026-12-02T06:00:00Z", m["written"], None)
+
+    rd = RunDir(tmp_path / "run")
+    rd.path.mkdir()
+    rd.launch_record.write_text(json.dumps({"stack": "cohort-w8", "unit": "agensh-launch-cohort-w8.service",
+                                            "host": "h", "scheduled": "2026-12-02T06:00:00Z",
+                                            "started": "2026-12-02T06:00:01Z"}))
+    args = profile_args(tmp_path, start_at="2026-12-02T06:00:00Z")
+    assert manifest.main(["start"], {"AGENSH_INPUT": json.dumps(args)}) == 0
+    m = json.loads(rd.manifest.read_text())
+    assert (m["scheduled_start"], m["actual_start"], m["launched_by"]) == (
+        "2026-12-02T06:00:00Z", "2026-12-02T06:00:01Z", "agensh-launch-cohort-w8.service")
+
+
 def test_dirty_checkout_is_refused_without_the_escape(tmp_path: Path):
     git_checkout(tmp_path / "checkout", dirty=True)
     args = profile_args(tmp_path)

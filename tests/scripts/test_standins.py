@@ -32,7 +32,7 @@ from components.contract import ADMIN_USER, SHARED_IMAGES, WORKER_DOCKERFILE
 from components.profile import Profile, parse_profile
 from components.roles import HTTP_PORT, ROLES, spec
 from components.topology import placements
-from scripts import calculator
+from scripts import calculator, preflight
 from scripts.gitops import git, with_user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -327,8 +327,38 @@ def test_egress_proxy_injects_the_model_credential(team: Team):
     # straight to the model with the proxy credential: refused by the model
     assert http("POST", f"{team.url('model')}/v1/responses", body,
                 {"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"})[0] == 401
+    # the model list: through the proxy with the proxy credential, the pinned model only (whatever the profile says)
+    models = f"{team.url('egress-proxy')}/v1/models"
+    status, listed, _ = http("GET", models, headers={"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"})
+    assert status == 200 and [m["id"] for m in listed["data"]] == [contract.PINNED_MODEL]
+    assert http("GET", models, headers={"Authorization": "Bearer wrong"})[0] == 401
+    assert http("GET", f"{team.url('model')}/v1/models",
+                headers={"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"})[0] == 401
     for name in (model, proxy):
         assert team.secrets["llm_upstream_token"] not in logs(name)
+
+
+def test_preflight_model_check_through_the_standin_proxy(team: Team, tmp_path: Path):
+    """The preflight's model phase against the stand-in proxy and gateway: the listed id passes, another fails naming
+    the list, a gateway without a list (STANDIN_MODELS empty) is a warning."""
+    def check(model: str) -> tuple[int, dict]:
+        run_dir = tmp_path / model.replace("/", "_")
+        inputs = {"run_dir": str(run_dir), "model": model, "effort": "high", "proxy_url": team.url("egress-proxy")}
+        rc = preflight.main(["model"], {"AGENSH_INPUT": json.dumps(inputs),
+                                        "AGENSH_PROXY_TOKEN": team.secrets["worker_proxy_token"]})
+        receipt = json.loads((run_dir / "receipts" / "preflight-model.json").read_text())
+        return rc, (receipt["result"] or receipt["details"])["checks"]["model-list"]
+
+    team.start("model")
+    team.start("egress-proxy")
+    assert check(contract.PINNED_MODEL) == (0, {"ok": True, "warning": False,
+                                                "detail": f"{contract.PINNED_MODEL} is one of the 1 models the gateway lists"})
+    rc, wrong = check("gpt-5.6")
+    assert rc == 1 and f"which lists: {contract.PINNED_MODEL}." in wrong["detail"] and "agensh:model" in wrong["detail"]
+    docker("rm", "-f", team.placements[("model", None)].name)
+    team.start("model", STANDIN_MODELS="")
+    rc, unlisted = check("gpt-5.6")
+    assert rc == 0 and unlisted["warning"] and "HTTP 404" in unlisted["detail"]
 
 
 def test_gitea_repos_pushes_pulls(team: Team, tmp_path: Path):

@@ -202,3 +202,26 @@ def test_operator_network_only_when_ports_are_published():
     assert all(c.operator_ip is None for c in placements(off))
     got = problems(internal_subnet="10.249.254.0/24")
     assert any(k == "internal_subnet" and "overlaps the operator network" in m for k, m in got)
+
+
+@pytest.mark.parametrize("value,fragment", [
+    ("tomorrow", "not an ISO 8601 time"),
+    ("2026-12-02T06:00:00", "in UTC, ending in Z"),
+    ("2026-12-02T08:00:00+02:00", "in UTC, ending in Z"),
+    ("2026-12-02T06:00:00.5Z", "whole seconds"),
+])
+def test_start_at_rules(value, fragment):
+    got = problems(start_at=value)
+    assert any(k == "start_at" and fragment in m for k, m in got), got
+
+
+def test_start_at_is_utc_and_may_lie_in_the_past():
+    """A finished run's profile still validates: only the scheduling command refuses a past time."""
+    import yaml
+    from datetime import datetime, timezone
+
+    assert parse_profile(raw()).start_time is None
+    past = parse_profile(raw(start_at="2001-02-03T04:05:06Z"))
+    assert past.start_time == datetime(2001, 2, 3, 4, 5, 6, tzinfo=timezone.utc)
+    unquoted = yaml.safe_load("start_at: 2026-12-02T06:00:00Z")["start_at"]  # YAML makes it a timestamp
+    assert parse_profile(raw(start_at=unquoted)).start_time == datetime(2026, 12, 2, 6, tzinfo=timezone.utc)

@@ -587,29 +587,37 @@ def role_egress_proxy() -> None:
 
     class H(Handler):
         def do_GET(self) -> None:
-            if urllib.parse.urlsplit(self.path).path == "/healthz":
+            path = urllib.parse.urlsplit(self.path).path
+            if path == "/healthz":
                 return self.send(200, {"ok": True, "service": "stand-in egress proxy"})
+            if path == "/v1/models":
+                return self.forward("GET", path)
             self.error(404, "not found")
 
         def do_POST(self) -> None:
             if urllib.parse.urlsplit(self.path).path != "/v1/responses":
-                return self.error(404, "only /v1/responses is proxied")
+                return self.error(404, "only /v1/responses and /v1/models are proxied")
+            self.forward("POST", "/v1/responses")
+
+        def forward(self, method: str, path: str) -> None:
+            """To the model upstream with the real credential, for a caller holding the proxy credential."""
+            data = self.body() if method == "POST" else None
             if not same(self.bearer("bearer"), proxy_token):
-                self.body()
                 return self.error(401, "missing or wrong proxy credential")
-            req = urllib.request.Request(f"{upstream}/v1/responses", data=self.body(), method="POST", headers={
-                "Content-Type": self.headers.get("Content-Type", "application/json"),
-                "Authorization": f"Bearer {upstream_token}"})
+            headers = {"Authorization": f"Bearer {upstream_token}"}
+            if data is not None:
+                headers["Content-Type"] = self.headers.get("Content-Type", "application/json")
+            req = urllib.request.Request(f"{upstream}{path}", data=data, method=method, headers=headers)
             try:
                 with urllib.request.urlopen(req, timeout=600) as resp:
-                    status, data, ctype = resp.status, resp.read(), resp.headers.get("Content-Type")
+                    status, body, ctype = resp.status, resp.read(), resp.headers.get("Content-Type")
             except urllib.error.HTTPError as err:
-                status, data, ctype = err.code, err.read(), err.headers.get("Content-Type")
+                status, body, ctype = err.code, err.read(), err.headers.get("Content-Type")
             except (urllib.error.URLError, OSError) as err:
                 log(f"upstream unreachable: {getattr(err, 'reason', err)}")
                 return self.error(502, "model upstream unreachable")
-            log(f"forwarded /v1/responses -> upstream: HTTP {status}")
-            self.send(status, data, {"Content-Type": ctype or "application/json"})
+            log(f"forwarded {method} {path} -> upstream: HTTP {status}")
+            self.send(status, body, {"Content-Type": ctype or "application/json"})
 
     serve(H, int(env("PORT", "8080")), f"egress proxy (upstream {upstream}, credential injected)")
 
@@ -617,9 +625,19 @@ def role_egress_proxy() -> None:
 # --------------------------------------------------------------------------------------------- model
 def role_model() -> None:
     expected = env("EXPECTED_TOKEN_SHA256").strip().lower()
+    models = [m for m in env("STANDIN_MODELS", "").split(",") if m]  # the ids it lists; none: no /v1/models
     stats, lock = {"ok": 0, "rejected": 0}, threading.Lock()
 
     class H(Handler):
+        def authorized(self) -> bool:
+            token = self.bearer("bearer")
+            good = token is not None and same(hashlib.sha256(token.encode()).hexdigest(), expected)
+            with lock:
+                stats["ok" if good else "rejected"] += 1
+            if not good:
+                self.error(401, "credential does not match EXPECTED_TOKEN_SHA256")
+            return good
+
         def do_GET(self) -> None:
             path = urllib.parse.urlsplit(self.path).path
             if path == "/healthz":
@@ -627,22 +645,23 @@ def role_model() -> None:
             if path == "/stats":
                 with lock:
                     return self.send(200, dict(stats, standin=True))
+            if path == "/v1/models" and models:
+                if self.authorized():
+                    self.send(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "agensh-standin"}
+                                                               for m in models]})
+                return
             self.error(404, "not found")
 
         def do_POST(self) -> None:
             if urllib.parse.urlsplit(self.path).path != "/v1/responses":
                 return self.error(404, "not found")
             body = self.json_body()
-            token = self.bearer("bearer")
-            good = token is not None and same(hashlib.sha256(token.encode()).hexdigest(), expected)
-            with lock:
-                stats["ok" if good else "rejected"] += 1
-            if not good:
-                return self.error(401, "credential does not match EXPECTED_TOKEN_SHA256")
-            self.send(200, {"id": f"resp_standin_{secrets.token_hex(6)}", "object": "response",
-                            "model": body.get("model"), "output_text": "stand-in model reply"})
+            if self.authorized():
+                self.send(200, {"id": f"resp_standin_{secrets.token_hex(6)}", "object": "response",
+                                "model": body.get("model"), "output_text": "stand-in model reply"})
 
-    serve(H, int(env("PORT", "8080")), "model (checks the injected credential only; no inference)")
+    serve(H, int(env("PORT", "8080")), f"model (checks the injected credential only; lists {', '.join(models) or 'no models'}; "
+                                       "no inference)")
 
 
 # --------------------------------------------------------------------------------------------- mini-router
