@@ -159,7 +159,7 @@ def test_timer_fires_the_launch_at_the_scheduled_time_and_is_removed(launch, tmp
     profile = parse_profile(plain_settings(yaml.safe_load(stack_file.read_text())["config"]))
     inputs = {"run_dir": str(record_path.parent), "project_dir": str(tmp_path / "project"),
               "checkout": str(tmp_path / "project" / "stacks" / "demo"), "profile": profile.model_dump(mode="json"),
-              "profile_digest": profile.digest(), "start_at": iso(start_at)}
+              "profile_digest": profile.digest(), "start_at": iso(start_at), "copy_dir": str(tmp_path / "copy")}
     assert manifest.main(["start"], {"AGENSH_INPUT": json.dumps(inputs)}) == 0
     m = json.loads((record_path.parent / "run_manifest.json").read_text())
     assert (m["scheduled_start"], m["actual_start"], m["launched_by"]) == (iso(start_at), record["started"],
