@@ -8,7 +8,8 @@
 
 Both images are FROM `agensh-base:bookworm` with their Dockerfile and entrypoint in `stacks/services/`. An image is
 rebuilt only when its key (base image, build files, version) changes: the key is the image's `agensh.image.key`
-label, so a second run does nothing.
+label, so a second run does nothing. The demo's MariaDB image is also saved in `<cache>/mariadb/<key>.tar` and
+loaded from there once `destroy` removed it (Gitea's image is rebuilt from the cached build in seconds).
 
     .venv/bin/python -m scripts.service_images        # build what is missing, print the image names
 """
@@ -114,14 +115,21 @@ def build_key(files: dict[str, Path], extra: str) -> str:
     return h.hexdigest()[:16]
 
 
-def build_image(tag: str, files: dict[str, Path], extra: str = "", labels: dict[str, str] | None = None) -> bool:
+def build_image(tag: str, files: dict[str, Path], extra: str = "", labels: dict[str, str] | None = None,
+                saved: Path | None = None) -> bool:
     """Build `tag` from `files` (context name -> file or folder; "Dockerfile" among them) unless an image with the
     same key exists (the files, not the folders, are hashed). The context is streamed to `docker build -` as a tar.
-    Returns whether it built."""
+    With `saved` (a folder) the built image is also kept there as `<key>.tar` (`docker save`), and loaded from it
+    when the image is gone (after `destroy`): no rebuild, no package mirror. Returns whether it built."""
     key = build_key({n: p for n, p in files.items() if p.is_file()}, extra)
     old = image_key(tag)
     if old and old[1:] == (key,):
         return False
+    if saved and (saved / f"{key}.tar").is_file():
+        run("docker", "load", "-q", "-i", str(saved / f"{key}.tar"))
+        if (image_key(tag) or ("",))[1:] == (key,):
+            say(f"loaded {tag} from {saved / f'{key}.tar'}")
+            return False
     t0 = time.monotonic()
     label_args = [a for k, v in sorted({**(labels or {}), "agensh.image.key": key}.items())
                   for a in ("--label", f"{k}={v}")]
@@ -141,6 +149,13 @@ def build_image(tag: str, files: dict[str, Path], extra: str = "", labels: dict[
             raise RuntimeError(f"docker build {tag} failed: {err.read().decode(errors='replace').strip()[-2000:]}")
     if old and old[0] != (image_key(tag) or ("",))[0]:  # the replaced image, unless something still uses it
         subprocess.run(["docker", "rmi", old[0]], capture_output=True)
+    if saved:
+        saved.mkdir(parents=True, exist_ok=True)
+        part = saved / f".{key}.tar.part"
+        run("docker", "save", "-o", str(part), tag)
+        for stale in saved.glob("*.tar"):
+            stale.unlink()
+        part.rename(saved / f"{key}.tar")
     say(f"built {tag} in {time.monotonic() - t0:.0f} s")
     return True
 
@@ -159,7 +174,8 @@ def mariadb_image(tag: str = MARIADB_IMAGE, labels: dict[str, str] | None = None
     """The real MariaDB image: Debian's mariadb-server on the local base (see stacks/services/mariadb)."""
     here = SERVICES / "mariadb"
     files = {name: here / name for name in ("Dockerfile", "entrypoint.sh", "agensh.cnf")}
-    build_image(tag, files, labels={"agensh.service": "mysql", **(labels or {})})
+    saved = cache_root() / "mariadb" if tag == MARIADB_IMAGE else None  # the demo's tag survives `destroy` as a tar
+    build_image(tag, files, labels={"agensh.service": "mysql", **(labels or {})}, saved=saved)
     return tag
 
 
