@@ -22,7 +22,8 @@ def profile_config(source: str, **settings: Any) -> dict[str, Any]:
 
 
 def project_copy(tmp: Path, profile: str, config: dict[str, Any]) -> Path:
-    """`tmp/project`: the program, the demo's stand-in checkout, the venv (linked), `stacks/<profile>.profile.yaml`."""
+    """`tmp/project`: the program, the demo's stand-in checkout and service images, the venv (linked),
+    `stacks/<profile>.profile.yaml`."""
     proj = tmp / "project"
     proj.mkdir()
     for part in COPIED:
@@ -31,7 +32,8 @@ def project_copy(tmp: Path, profile: str, config: dict[str, Any]) -> Path:
             shutil.copytree(src, proj / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(src, proj / part)
-    shutil.copytree(ROOT / "stacks" / "demo", proj / "stacks" / "demo")
+    for stack_part in ("demo", "services"):
+        shutil.copytree(ROOT / "stacks" / stack_part, proj / "stacks" / stack_part)
     (proj / ".venv").symlink_to(ROOT / ".venv")
     (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
     return proj
