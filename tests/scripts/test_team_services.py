@@ -35,12 +35,13 @@ from typing import Any
 
 import programbench
 import pytest
+import yaml
 
 from components import addressing, naming
 from components.profile import SHARED_IMAGES, WORKER_DOCKERFILE, Profile, Secrets, parse_profile
 from components.services import ADMIN_USER, HTTP_PORT, SERVICE_PORTS, TEAM_ORG, gitea_repositories, spec
 from components.topology import placements
-from scripts import calculator, export, score, seed, service_images
+from scripts import calculator, demo_images, export, score, seed, service_images
 from scripts.gitops import git, with_user
 from scripts.records import write_atomic
 
@@ -434,6 +435,33 @@ def test_mattermost_standin_speaks_the_v4_api(team: Team):
 
 
 # ------------------------------------------------------------------------------------------------ real services
+def test_demo_profile_names_the_images_the_demo_builds():
+    config = yaml.safe_load((ROOT / "stacks" / "demo.profile.yaml").read_text())["config"]
+    assert config["agensh:gitea_image"] == service_images.GITEA_IMAGE
+    assert config["agensh:mysql_image"] == service_images.MARIADB_IMAGE
+    assert config["agensh:mattermost_image"] == demo_images.MATTERMOST
+
+
+def test_mariadb_validates_its_first_start(images, tmp_path: Path):
+    """A data folder the image did not initialise is refused, never touched; a bad database name stops it early."""
+    def first_start(data: Path, **env: str) -> subprocess.CompletedProcess:
+        envs = [a for k, v in {"MYSQL_ROOT_PASSWORD": "pw", **env}.items() for a in ("-e", f"{k}={v}")]
+        return docker("run", "--rm", "--network", "none", "--label", TEST_LABEL, *envs, "-v", f"{data}:/var/lib/mysql",
+                      images["mysql"], "mysqld", check=False)
+
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "ibdata1").write_text("someone else's data")
+    out = first_start(foreign)
+    assert out.returncode == 1 and "refusing to touch it" in out.stdout + out.stderr
+    assert (foreign / "ibdata1").read_text() == "someone else's data" and (foreign / "ibdata1").stat().st_uid == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = first_start(empty, MYSQL_DATABASE="gitea`; DROP DATABASE mysql; --")
+    assert out.returncode == 1 and "MYSQL_DATABASE must be" in out.stdout + out.stderr
+    assert not any(empty.iterdir())
+
+
 @pytest.fixture(scope="module")
 def stack(images, tmp_path_factory):
     """MariaDB, the real Gitea, the Mattermost stand-in, the token service, the model and its egress proxy, then the

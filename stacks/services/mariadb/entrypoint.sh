@@ -13,7 +13,6 @@ case "${1:-}" in mysqld | mariadbd) shift ;; *) exec "$@" ;; esac
 
 mkdir -p /run/mysqld "$DATA"
 chown mysql:mysql /run/mysqld
-[ "$(stat -c %U "$DATA")" = mysql ] || chown -R mysql:mysql "$DATA"
 
 if [ ! -e "$DONE" ]; then
   : "${MYSQL_ROOT_PASSWORD:?MYSQL_ROOT_PASSWORD is required to initialise $DATA}"
@@ -28,6 +27,7 @@ if [ ! -e "$DONE" ]; then
   fi
   find "$DATA" -mindepth 1 -delete  # empty, or what an interrupted first start left behind
   touch "$BUSY"
+  chown mysql:mysql "$DATA"
   say "first start: initialising $DATA"
   mariadb-install-db --user=mysql --datadir="$DATA" --skip-test-db --auth-root-authentication-method=socket \
     >/tmp/install-db.log 2>&1 || { cat /tmp/install-db.log >&2; exit 1; }
@@ -53,5 +53,6 @@ SQL
   touch "$DONE"
   say "initialised: root@'%'${db:+ and the database $db}"
 fi
+[ "$(stat -c %U "$DATA")" = mysql ] || chown -R mysql:mysql "$DATA"  # a data folder moved here from elsewhere
 say "starting mariadbd $*"
 exec mariadbd "$@"
