@@ -1,7 +1,7 @@
 """The demo's team services against real Docker: the real Gitea and MariaDB (stacks/services), and the stand-in
 Agensh services and Mattermost of the demo's stand-in checkout (stacks/demo).
 
-Every container is started from the project's own contract (`components.services.spec` of a small test
+Every container is started from the project's own contract (`components.roles.spec` of a small test
 profile): its env, secret env, mounts, command, user, hostname and health check. Each group sits on one internal
 network created here with a free 10.x subnet; the test process reaches the containers by their address. Images
 are built under private test tags and removed at the end, as are the containers and the networks.
@@ -18,7 +18,6 @@ import importlib.util
 import ipaddress
 import json
 import os
-import random
 import secrets
 import shutil
 import socket
@@ -37,18 +36,21 @@ import programbench
 import pytest
 import yaml
 
-from components import addressing, naming
-from components.profile import SHARED_IMAGES, WORKER_DOCKERFILE, Profile, Secrets, parse_profile
-from components.services import ADMIN_USER, HTTP_PORT, SERVICE_PORTS, TEAM_ORG, gitea_repositories, spec
+from components import addressing, contract
+from components.contract import ADMIN_USER, SHARED_IMAGES, TEAM_ORG, WORKER_DOCKERFILE
+from components.profile import Profile, parse_profile
+from components.roles import HTTP_PORT, ROLES, spec
+from components.rundir import ProfileDir
 from components.topology import placements
 from scripts import calculator, demo_images, export, score, seed, service_images
 from scripts.gitops import git, with_user
-from scripts.records import write_atomic
+from scripts.sandbox import free_octet
+from tests.scripts.conftest import kicked_off
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "stacks" / "demo"
 TASK = calculator.TASK
-SLUG = naming.task_slug(TASK)
+SLUG = contract.task_slug(TASK)
 RUN = uuid.uuid4().hex[:8]
 TEST_LABEL = f"agensh.test=team-services-{RUN}"
 TAG = f"test-{RUN}"
@@ -103,26 +105,8 @@ def images(docker_engine: None):
             docker("rmi", "-f", tag, check=False)
 
 
-def free_subnet() -> ipaddress.IPv4Network:
-    used = []
-    ids = docker("network", "ls", "-q").stdout.split()
-    for net in json.loads(docker("network", "inspect", *ids).stdout) if ids else []:
-        used += [ipaddress.ip_network(c["Subnet"]) for c in (net.get("IPAM") or {}).get("Config") or [] if "Subnet" in c]
-    try:
-        routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout.split()
-    except FileNotFoundError:
-        routes = []
-    used += [ipaddress.ip_network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
-    rng = random.Random()
-    for _ in range(200):
-        cand = ipaddress.IPv4Network(f"10.{rng.randint(100, 240)}.{rng.randint(1, 250)}.0/24")
-        if not any(cand.overlaps(u) for u in used if u.version == 4):
-            return cand
-    raise AssertionError("no free 10.x /24 subnet")
-
-
 def internal_network(name: str):
-    subnet = free_subnet()
+    subnet = ipaddress.IPv4Network(f"10.{free_octet()}.0.0/24")
     docker("network", "create", "--internal", "--subnet", str(subnet), "--label", TEST_LABEL, name)
     try:
         yield name, subnet
@@ -155,7 +139,7 @@ class Team:
     started: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        model_ip = addressing.service_ip(self.subnet, "model")  # one network here: the model sits on it too
+        model_ip = addressing.host(self.subnet, addressing.SERVICE_SLOTS - 1)  # one network: the model sits on it too
         image = self.images
         self.profile: Profile = parse_profile({
             "profile": f"{self.name}-{RUN}", "run_id": "20250101t000000z", "tasks": [TASK], "workers": 2,
@@ -168,7 +152,7 @@ class Team:
             "secret_service_image": image["secret-service"], "bootstrap_image": image["bootstrap"],
             "egress_proxy_image": image["egress-proxy"], "mini_router_image": image["mini-router"],
             "agent_base_image": image["agent-base"], "agent_image_tag": TAG})
-        self.secrets = {k: f"{k}-{secrets.token_hex(12)}" for k in Secrets.model_fields}
+        self.secrets = {k: f"{k}-{secrets.token_hex(12)}" for k in contract.SECRET_KEYS}
         self.placements = {(c.role, c.index): c for c in placements(self.profile)}
         self.model_ip = model_ip
 
@@ -177,7 +161,7 @@ class Team:
         return c.internal_ip or self.model_ip
 
     def url(self, role: str, n: int | None = None) -> str:
-        return f"http://{self.ip(role, n)}:{SERVICE_PORTS.get(role, HTTP_PORT)}"
+        return f"http://{self.ip(role, n)}:{ROLES[role].port}"
 
     def mount(self, role: str, container_path: str, n: int | None = None) -> Path:
         """The host folder the contract mounts at `container_path` of the role."""
@@ -191,7 +175,7 @@ class Team:
             envs[k] = hashlib.sha256(self.secrets[key].encode()).hexdigest() if k.endswith("_SHA256") else self.secrets[key]
         envs.update(env_override)
         args = ["run", "-d", "--name", c.name, "--network", self.network, "--ip", self.ip(role, n),
-                "--hostname", c.role if c.role not in ("router", "worker") else c.name, "--label", TEST_LABEL]
+                "--hostname", c.name if ROLES[c.role].per_task else c.role, "--label", TEST_LABEL]
         for k, v in sorted(envs.items()):
             args += ["-e", f"{k}={v}"]
         for m in s.mounts:
@@ -483,6 +467,11 @@ def stack(images, tmp_path_factory):
         net.close()
 
 
+def repositories(t: Team) -> str:
+    """Where the contract keeps the Gitea repositories on the host (the export's fallback reads them)."""
+    return str(ProfileDir.of(t.profile).gitea_repositories)
+
+
 def gitea_api(t: Team) -> tuple[str, dict[str, str]]:
     return f"{t.url('gitea')}/api/v1", basic(ADMIN_USER, t.secrets["gitea_admin_password"])
 
@@ -570,7 +559,7 @@ def merged(stack: Team, tmp_path_factory):
         router = stack.start("router", 1)
         workers = {n: stack.start("worker", n) for n in (1, 2)}  # they wait for the seeded main
         a = {"run_dir": str(tmp / "run"), "task_id": TASK, "gitea_url": stack.url("gitea"), "gitea_user": ADMIN_USER,
-             "repo": f"{TEAM_ORG}/{SLUG}", "gitea_repositories": gitea_repositories(stack.profile),
+             "repo": contract.team_repo(TASK), "gitea_repositories": repositories(stack),
              "cleanroom_image": cleanroom, "archive_dirs": [str(stack.mount("worker", "/archive", n)) for n in (1, 2)]}
         assert seed.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}) == 0
         receipt = json.loads((tmp / "run" / TASK / "receipts" / "seed.json").read_text())
@@ -597,8 +586,10 @@ def merge_commit(t: Team) -> str:
 
 def test_scripted_workers_merge_a_pull_request_and_cannot_push_main(stack: Team, merged, tmp_path: Path):
     api, admin = gitea_api(stack)
-    assert merged["seed"]["status"] == "ok" and merged["seed"]["seeded"] == "now"
-    assert merged["seed"]["main_protection"]["push_whitelist_usernames"] == [ADMIN_USER]
+    assert merged["seed"]["status"] == "ok" and merged["seed"]["result"]["seeded"] == "now"
+    assert merged["seed"]["result"]["main_protection"] == {
+        "enable_push": True, "enable_push_whitelist": True, "push_whitelist_usernames": [ADMIN_USER],
+        "required_approvals": 0, "enable_status_check": False}
     worker1 = standin.agent_username(f"{TASK}-1")
     pr = http("GET", f"{api}/repos/{TEAM_ORG}/{SLUG}/pulls/1", None, admin)[1]
     assert (pr["merged"], pr["user"]["login"], pr["merged_by"]["login"], pr["head"]["ref"], pr["base"]["ref"]) == (
@@ -616,7 +607,7 @@ def test_scripted_workers_merge_a_pull_request_and_cannot_push_main(stack: Team,
     assert main == pr["merge_commit_sha"]
     clone = tmp_path / "main"
     git("clone", "-q", remote(stack, 1), str(clone), password=token[1])
-    assert git("rev-parse", "HEAD^1", cwd=clone) == merged["seed"]["commit"]  # merged onto the seeded start
+    assert git("rev-parse", "HEAD^1", cwd=clone) == merged["seed"]["result"]["commit"]  # merged onto the seeded start
     assert subprocess.run(["sh", "compile.sh"], cwd=clone).returncode == 0
     assert subprocess.run(["./executable", "6", "*", "7"], cwd=clone, capture_output=True, text=True).stdout == "42\n"
     assert not (clone / "notes").exists()  # worker 2's notes stay on its branch, its direct push was refused
@@ -645,9 +636,9 @@ def test_scripted_workers_merge_a_pull_request_and_cannot_push_main(stack: Team,
 
 def export_args(t: Team, run: Path) -> dict[str, Any]:
     """The export step's input, as the stack gives it, with a kickoff receipt whose deadline has passed."""
-    write_atomic(run / TASK / "receipts" / "kickoff.json", {"status": "ok", "deadline_epoch": time.time() - 1})
+    kicked_off(run, TASK, time.time() - 1)
     return {"run_dir": str(run), "task_id": TASK, "gitea_url": t.url("gitea"), "gitea_user": ADMIN_USER,
-            "repo": f"{TEAM_ORG}/{SLUG}", "gitea_repositories": gitea_repositories(t.profile)}
+            "repo": contract.team_repo(TASK), "gitea_repositories": repositories(t)}
 
 
 def archived_commit(submission: Path) -> str:
@@ -660,7 +651,7 @@ def archived_commit(submission: Path) -> str:
 def test_export_head_is_the_merged_pull_request(stack: Team, merged, tmp_path: Path):
     a = export_args(stack, tmp_path / "run")
     assert export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}) == 0
-    receipt = json.loads((tmp_path / "run" / TASK / "receipts" / "export.json").read_text())
+    receipt = json.loads((tmp_path / "run" / TASK / "receipts" / "export.json").read_text())["result"]
     assert receipt["recovered_from"] is None and not (tmp_path / "run" / TASK / "EXPORT_FAILED").exists()
     assert receipt["commit"] == archived_commit(Path(receipt["submission"])) == merge_commit(stack)
 
@@ -675,12 +666,12 @@ def test_export_recovers_main_from_the_gitea_data_when_gitea_is_killed(stack: Te
         env = {"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}
         assert export.main(env) == 0
         task_dir = tmp_path / "run" / TASK
-        receipt = json.loads((task_dir / "receipts" / "export.json").read_text())
+        receipt = json.loads((task_dir / "receipts" / "export.json").read_text())["result"]
         preserved = Path(stack.mount("gitea", "/data")) / "git" / "repositories" / TEAM_ORG / f"{SLUG}.git"
         assert receipt["recovered_from"] == str(preserved) and (task_dir / "EXPORT_FAILED").exists()
         assert receipt["commit"] == archived_commit(Path(receipt["submission"])) == sha
         shutil.copy(BUNDLED_EVAL, task_dir / f"{TASK}.eval.json")  # the evaluator's result, as if it had run
-        assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": a["run_dir"], "task_id": TASK})}) == 0
+        assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": a["run_dir"], "task_id": TASK, "attempt": 1})}) == 0
         scored = json.loads((task_dir / "score.json").read_text())
         assert scored["complete"] and scored["export_recovered_from"] == str(preserved)
     finally:
