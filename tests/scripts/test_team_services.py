@@ -664,7 +664,9 @@ def test_export_recovers_main_from_the_gitea_data_when_gitea_is_killed(stack: Te
     try:
         a = export_args(stack, tmp_path / "run")
         env = {"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}
+        t0 = time.monotonic()
         assert export.main(env) == 0
+        assert time.monotonic() - t0 < export.CONNECT_TIMEOUT_S + 10  # found out quickly, not after TCP's retries
         task_dir = tmp_path / "run" / TASK
         receipt = json.loads((task_dir / "receipts" / "export.json").read_text())["result"]
         preserved = Path(stack.mount("gitea", "/data")) / "git" / "repositories" / TEAM_ORG / f"{SLUG}.git"
