@@ -6,6 +6,7 @@ these by name (they are local), and `destroy` removes them; a second run of this
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -16,8 +17,15 @@ from components import contract
 from scripts import calculator, service_images
 
 ROOT = Path(__file__).resolve().parent.parent
-STANDIN = f"{contract.PREFIX}-standin:demo"
-MATTERMOST = f"{contract.PREFIX}-standin-mattermost:demo"
+
+
+def standin_images(tag: str = "demo") -> tuple[str, str]:
+    """The stand-in service image (the checkout's Dockerfiles build FROM it) and the Mattermost stand-in, by tag: the
+    tests use a private tag, so they never rebuild what another run uses."""
+    return f"{contract.PREFIX}-standin:{tag}", f"{contract.PREFIX}-standin-mattermost:{tag}"
+
+
+STANDIN, MATTERMOST = standin_images()
 BLOBS = service_images.cache_root() / "demo" / "blobs"
 LEGACY_BUILDER = {"DOCKER_BUILDKIT": "0"}
 
@@ -31,19 +39,22 @@ def build(tag: str, context: Path | None = None, dockerfile: str | None = None, 
         subprocess.run([*args, str(context)], env=env, check=True, capture_output=True)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--standin-tag", default="demo", help="tag of the stand-in images (a test's private tag)")
+    standin, mattermost = standin_images(parser.parse_args(argv).standin_tag)
     t0 = time.monotonic()
     try:
         real = [service_images.mariadb_image(), service_images.gitea_image()]
     except RuntimeError as err:
         print(f"demo images: {err}", file=sys.stderr)
         return 1
-    build(STANDIN, ROOT / "stacks" / "demo" / "standin", label="services")
+    build(standin, ROOT / "stacks" / "demo" / "standin", label="services")
     # its own tag, so destroy can remove it on its own
-    build(MATTERMOST, dockerfile=f"FROM {STANDIN}\nLABEL agensh.standin.role=mattermost\n", label="mattermost")
+    build(mattermost, dockerfile=f"FROM {standin}\nLABEL agensh.standin.role=mattermost\n", label="mattermost")
     image = calculator.build_cleanroom("agensh-demo", {"agensh.standin": "cleanroom"})
     calculator.blob_dir(BLOBS)
-    print(f"demo images ({time.monotonic() - t0:.0f} s): real {', '.join(real)}; stand-ins {STANDIN}, {MATTERMOST}; "
+    print(f"demo images ({time.monotonic() - t0:.0f} s): real {', '.join(real)}; stand-ins {standin}, {mattermost}; "
           f"{image}; test blobs in {BLOBS}")
     return 0
 
