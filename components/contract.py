@@ -55,6 +55,11 @@ def agent_id(task_id: str, n: int) -> str:
     return f"{task_id}-{n}"
 
 
+def team_repo(task_id: str) -> str:
+    """The task's repository in Gitea: `team/<slug>`."""
+    return f"{TEAM_ORG}/{task_slug(task_id)}"
+
+
 def worker_image(task_id: str, tag: str) -> str:
     """REQUIREMENTS 17: `omcgitea-agent-<slug>:<tag>`."""
     return f"{PREFIX}-agent-{task_slug(task_id)}:{tag}"
@@ -92,6 +97,7 @@ CLEANROOM_TAG = "task_cleanroom_v6"  # REQUIREMENTS 15
 CLEANROOM_ORG = "programbench"
 ADMIN_USER = "pbench-admin"  # the platform administrator in Gitea and Mattermost
 TEAM_ORG = "team"  # the Gitea organisation holding every task repository
+GITEA_DATABASE = "gitea"  # the database Gitea uses; the MySQL image creates it on its first start (MYSQL_DATABASE)
 TEAM_NAME, TEAM_CHANNEL = "pbench", "town-square"  # the Mattermost team and channel
 
 

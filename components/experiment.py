@@ -155,7 +155,7 @@ class Experiment(pulumi.ComponentResource):
 
     def _gitea(self, task: str) -> dict[str, str]:
         return {"gitea_url": url(self.p, "gitea"), "gitea_user": contract.ADMIN_USER,
-                "repo": f"{contract.TEAM_ORG}/{contract.task_slug(task)}",
+                "repo": contract.team_repo(task),
                 "gitea_repositories": str(ProfileDir.of(self.p).gitea_repositories)}
 
     def _team_task(self, task: str, after: list[Any]) -> Step:

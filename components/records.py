@@ -100,11 +100,22 @@ class ManifestFinish(Record):
     scores: dict[str, float]
 
 
+class BranchProtection(Record):
+    """`main`'s protection rule as Gitea reports it (the bootstrap's: direct pushes refused, zero approvals)."""
+
+    enable_push: bool
+    enable_push_whitelist: bool
+    push_whitelist_usernames: list[str] = Field(default_factory=list)
+    required_approvals: int
+    enable_status_check: bool
+
+
 class SeedResult(Record):
     repo: str
     commit: str
     seeded: Literal["now", "already"]
     files: list[str] = Field(default_factory=list)
+    main_protection: BranchProtection | None = None  # None: main is not protected (the seed warns)
 
 
 class KickoffResult(Record):

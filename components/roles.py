@@ -94,7 +94,8 @@ def member_env(p: Profile, c: Placement) -> dict[str, str]:
 # --- the spec of each role ----------------------------------------------------------------------------------
 def mysql(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
-        image=p.mysql_image, secret_env={"MYSQL_ROOT_PASSWORD": "mysql_root_password"},
+        image=p.mysql_image, env={"MYSQL_DATABASE": contract.GITEA_DATABASE},  # Gitea does not create its database
+        secret_env={"MYSQL_ROOT_PASSWORD": "mysql_root_password"},
         mounts=(Mount(data(p, "mysql"), "/var/lib/mysql"),),
         command=("mysqld", f"--max-connections={p.mysql_max_connections}"),
         healthcheck=("CMD", "mysqladmin", "ping", "-h", "127.0.0.1"))
@@ -105,7 +106,9 @@ def gitea(p: Profile, c: Placement) -> ServiceSpec:
         image=p.gitea_image,
         env={"GITEA__security__INSTALL_LOCK": "true", "GITEA__database__DB_TYPE": "mysql",
              "GITEA__database__HOST": f"{address(p, 'mysql')}:{ROLES['mysql'].port}",
-             "GITEA__database__USER": "root", "GITEA__actions__ENABLED": "false"},
+             "GITEA__database__USER": "root", "GITEA__database__NAME": contract.GITEA_DATABASE,
+             "GITEA__server__ROOT_URL": f"{url(p, 'gitea')}/", "GITEA__actions__ENABLED": "false",
+             "GITEA_ADMIN_USER": contract.ADMIN_USER},
         secret_env={"GITEA__database__PASSWD": "mysql_root_password", "GITEA_ADMIN_PASSWORD": "gitea_admin_password"},
         mounts=(Mount(data(p, "gitea"), "/data"),), healthcheck=http_check(ROLES["gitea"].port, "/api/healthz"))
 
@@ -143,7 +146,8 @@ def bootstrap(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
         image=p.image("bootstrap"),
         env={"GITEA_URL": url(p, "gitea"), "MATTERMOST_URL": url(p, "mattermost"), "WORKERS": str(p.workers),
-             "TASKS": " ".join(p.tasks), "TOKENS_DIR": "/tokens", "PROFILE": p.profile},
+             "TASKS": " ".join(p.tasks), "TOKENS_DIR": "/tokens", "PROFILE": p.profile,
+             "TEAM_REPOS": " ".join(contract.team_repo(t) for t in p.tasks)},
         secret_env={"GITEA_ADMIN_PASSWORD": "gitea_admin_password", "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password"},
         mounts=(Mount(data(p, "tokens"), "/tokens"),), one_shot=True)
 
@@ -178,7 +182,7 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
              "ROUTER_URL": f"http://{c.router_ip}:{HTTP_PORT}" if team else "",
              "PBENCH_WAKE_OFFSET_S": str(p.task_budget.worker_offsets[c.index - 1]),
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
-             "TEAM_REPO": f"{contract.TEAM_ORG}/{contract.task_slug(c.task)}", "WORKERS": str(p.workers),
+             "TEAM_REPO": contract.team_repo(c.task), "WORKERS": str(p.workers),
              "BASELINE": "0" if team else "1", "REFERENCE_BINARY": contract.REFERENCE_BINARY},
         secret_env={contract.PROXY_CREDENTIAL_ENV: "worker_proxy_token"},
         mounts=(Mount(str(p.checkout_dir / "prompts"), "/opt/agensh/prompts", read_only=True),

@@ -1,22 +1,32 @@
-"""The demo's pre-built images, all offline: the stand-in service image (stacks/demo/standin), the three
-third-party stand-ins the demo profile names instead of MySQL, Gitea and Mattermost, and the calculator task's
-cleanroom image and test blobs. The stack pulls these by name (they are local), and `destroy` removes them.
+"""The demo's pre-built images, all without a registry: the real Gitea and MariaDB images (scripts/service_images.py:
+Gitea built once from its Go module and cached by version), the stand-in service image (stacks/demo/standin) and the
+Mattermost stand-in the demo profile names, and the calculator task's cleanroom image and test blobs. The stack pulls
+these by name (they are local), and `destroy` removes them; a second run of this program rebuilds only what is gone.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from components import contract
-from scripts import calculator
+from scripts import calculator, service_images
 
 ROOT = Path(__file__).resolve().parent.parent
-STANDIN = f"{contract.PREFIX}-standin:demo"
-THIRD_PARTY = {role: f"{contract.PREFIX}-standin-{role}:demo" for role in ("mysql", "gitea", "mattermost")}
-BLOBS = Path(os.environ.get("AGENSH_CACHE", Path.home() / ".cache" / "agensh")) / "demo" / "blobs"
+
+
+def standin_images(tag: str = "demo") -> tuple[str, str]:
+    """The stand-in service image (the checkout's Dockerfiles build FROM it) and the Mattermost stand-in, by tag: the
+    tests use a private tag, so they never rebuild what another run uses."""
+    return f"{contract.PREFIX}-standin:{tag}", f"{contract.PREFIX}-standin-mattermost:{tag}"
+
+
+STANDIN, MATTERMOST = standin_images()
+BLOBS = service_images.cache_root() / "demo" / "blobs"
 LEGACY_BUILDER = {"DOCKER_BUILDKIT": "0"}
 
 
@@ -29,13 +39,23 @@ def build(tag: str, context: Path | None = None, dockerfile: str | None = None, 
         subprocess.run([*args, str(context)], env=env, check=True, capture_output=True)
 
 
-def main() -> int:
-    build(STANDIN, ROOT / "stacks" / "demo" / "standin", label="services")
-    for role, tag in THIRD_PARTY.items():  # one image each, so destroy can remove each on its own
-        build(tag, dockerfile=f"FROM {STANDIN}\nLABEL agensh.standin.role={role}\n", label=role)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--standin-tag", default="demo", help="tag of the stand-in images (a test's private tag)")
+    standin, mattermost = standin_images(parser.parse_args(argv).standin_tag)
+    t0 = time.monotonic()
+    try:
+        real = [service_images.mariadb_image(), service_images.gitea_image()]
+    except RuntimeError as err:
+        print(f"demo images: {err}", file=sys.stderr)
+        return 1
+    build(standin, ROOT / "stacks" / "demo" / "standin", label="services")
+    # its own tag, so destroy can remove it on its own
+    build(mattermost, dockerfile=f"FROM {standin}\nLABEL agensh.standin.role=mattermost\n", label="mattermost")
     image = calculator.build_cleanroom("agensh-demo", {"agensh.standin": "cleanroom"})
     calculator.blob_dir(BLOBS)
-    print(f"demo images: {STANDIN}, {', '.join(THIRD_PARTY.values())}, {image}; test blobs in {BLOBS}")
+    print(f"demo images ({time.monotonic() - t0:.0f} s): real {', '.join(real)}; stand-ins {standin}, {mattermost}; "
+          f"{image}; test blobs in {BLOBS}")
     return 0
 
 

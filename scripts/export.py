@@ -3,17 +3,21 @@
 The deadline comes from the kickoff receipt, so a resumed `up` waits only for what remains. The submission
 is `git archive` of `main`'s HEAD (committed work only) written atomically to `<run>/<task>/submission.tar.gz`,
 ProgramBench's layout. When Gitea cannot be reached the step writes `EXPORT_FAILED` and recovers `main` from the
-repository preserved in the profile's Gitea data (no inference is repeated); the receipt names the source.
+repository preserved in the profile's Gitea data (no inference is repeated); the receipt names the source. It finds
+out quickly: a TCP connect probe with a short timeout before cloning (a vanished host would otherwise hold git's
+connect for a minute or more), and a clone that receives nothing for STALL_S is given up.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Mapping
+from urllib.parse import urlsplit
 
 from components.records import ExportResult, KickoffResult, result_of
 from components.rundir import EXPORT_FAILED, RunDir
@@ -22,17 +26,40 @@ from scripts.gitops import git, with_user
 from scripts.step import StepFailed, iso, progress, step_main, wait_until, write_marker
 
 
+CONNECT_TIMEOUT_S = 10.0  # Gitea accepts in milliseconds; a host that is gone leaves a TCP connect hanging
+STALL_S = 60  # a connected Gitea that sends nothing for this long counts as unreachable
+
+
+def unreachable(url: str) -> str | None:
+    """Why nothing accepts a TCP connection at the URL's host and port within CONNECT_TIMEOUT_S, or None."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            return None
+    except OSError as err:
+        return f"no connection to {host}:{port} within {CONNECT_TIMEOUT_S:g} s ({err or type(err).__name__})"
+
+
+def clone_main(url: str, user: str, password: str, dest: str) -> None:
+    """Clone `main` of the repository at `url`; RuntimeError, quickly, when Gitea cannot give it."""
+    down = unreachable(url)
+    if down:
+        raise RuntimeError(down)
+    git("-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={STALL_S}", "clone", "-q", "--branch", "main",
+        "--single-branch", with_user(url, user), dest, password=password)
+
+
 def export(a: GiteaInputs, password: str) -> ExportResult:
     rd = RunDir(Path(a.run_dir))
     kickoff = result_of(rd, "kickoff", a.task_id, KickoffResult)
     if kickoff is None:
         raise StepFailed("no kickoff receipt: the task never started")
     wait_until(kickoff.deadline_epoch, "export")
-    remote = with_user(f"{a.gitea_url.rstrip('/')}/{a.repo}.git", a.gitea_user)
     recovered_from = None
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            git("clone", "-q", "--branch", "main", "--single-branch", remote, tmp, password=password)
+            clone_main(f"{a.gitea_url.rstrip('/')}/{a.repo}.git", a.gitea_user, password, tmp)
             source = Path(tmp)
         except RuntimeError as err:
             # REQUIREMENTS 35: the committed source is recovered from the preserved Gitea data, never re-inferred

@@ -4,6 +4,7 @@ they never touch the user's stacks, stack files or state."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,10 @@ def profile_config(source: str, **settings: Any) -> dict[str, Any]:
     return {k: v for k, v in config.items() if v is not None}
 
 
-def project_copy(tmp: Path, profile: str, config: dict[str, Any]) -> Path:
-    """`tmp/project`: the program, the demo's stand-in checkout, the venv (linked), `stacks/<profile>.profile.yaml`."""
+def project_copy(tmp: Path, profile: str, config: dict[str, Any], standin_image: str | None = None) -> Path:
+    """`tmp/project`: the program, the demo's stand-in checkout and service images, the venv (linked),
+    `stacks/<profile>.profile.yaml`. With `standin_image` the copied checkout's Dockerfiles build FROM that (a
+    private tag) instead of the demo's stand-in image."""
     proj = tmp / "project"
     proj.mkdir()
     for part in COPIED:
@@ -31,7 +34,12 @@ def project_copy(tmp: Path, profile: str, config: dict[str, Any]) -> Path:
             shutil.copytree(src, proj / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(src, proj / part)
-    shutil.copytree(ROOT / "stacks" / "demo", proj / "stacks" / "demo")
+    for stack_part in ("demo", "services"):
+        shutil.copytree(ROOT / "stacks" / stack_part, proj / "stacks" / stack_part)
+    if standin_image:
+        for dockerfile in (proj / "stacks" / "demo").rglob("Dockerfile*"):
+            text = re.sub(r"^ARG STANDIN_IMAGE=.*$", f"ARG STANDIN_IMAGE={standin_image}", dockerfile.read_text(), flags=re.M)
+            dockerfile.write_text(text)
     (proj / ".venv").symlink_to(ROOT / ".venv")
     (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
     return proj

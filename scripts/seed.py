@@ -1,7 +1,8 @@
 """seed: create the task's repository in Gitea (REST API) and push the task's starting workspace over Git.
 
 The workspace comes from the task's cleanroom image (`/workspace`); the reference binary is never copied
-out. Idempotent: an existing repository with a `main` branch is left as it is.
+out. Idempotent: an existing repository with a `main` branch is left as it is. The bootstrap creates the
+repository first and protects `main` (only the administrator may push it directly); the receipt records that rule.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from components import contract
-from components.records import SeedResult
+from components.records import BranchProtection, SeedResult
 from components.rundir import RUN_FAILED
 from components.step_inputs import SeedInputs
 from scripts.gitops import git, with_user
@@ -44,6 +45,18 @@ def archive_dirs(paths: list[str]) -> None:
         os.chown(path, contract.WORKER_UID, contract.WORKER_UID)
 
 
+def main_protection(gitea: str, repo: str, auth: tuple[str, str]) -> BranchProtection | None:
+    """The branch protection rule of `main`, if any (a warning when there is none)."""
+    org = contract.TEAM_ORG
+    _, rules, _ = request("GET", f"{gitea}/api/v1/repos/{org}/{repo}/branch_protections", auth=auth)
+    rule = next((r for r in rules or [] if r.get("rule_name") == "main"), None)
+    if rule is None:
+        progress(f"seed: warning: main of {org}/{repo} has no branch protection: direct pushes are not refused")
+        return None
+    fields = {k: rule[k] for k in BranchProtection.model_fields if rule.get(k) is not None}  # Gitea sends null for []
+    return BranchProtection.model_validate(fields)
+
+
 def seed(a: SeedInputs, password: str) -> SeedResult:
     archive_dirs(a.archive_dirs)
     gitea, user, repo = a.gitea_url.rstrip("/"), a.gitea_user, a.repo.split("/")[-1]
@@ -56,7 +69,8 @@ def seed(a: SeedInputs, password: str) -> SeedResult:
     remote = with_user(f"{gitea}/{org}/{repo}.git", user)
     heads = git("ls-remote", remote, "refs/heads/main", password=password)
     if heads:
-        return SeedResult(repo=f"{org}/{repo}", commit=heads.split()[0], seeded="already")
+        return SeedResult(repo=f"{org}/{repo}", commit=heads.split()[0], seeded="already",
+                          main_protection=main_protection(gitea, repo, auth))
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         files = workspace_from_image(a.cleanroom_image, ws)
@@ -66,7 +80,8 @@ def seed(a: SeedInputs, password: str) -> SeedResult:
         git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace", cwd=ws)
         git("push", "-q", remote, "main", cwd=ws, password=password)
         commit = git("rev-parse", "HEAD", cwd=ws)
-    return SeedResult(repo=f"{org}/{repo}", commit=commit, seeded="now", files=files)
+    return SeedResult(repo=f"{org}/{repo}", commit=commit, seeded="now", files=files,
+                      main_protection=main_protection(gitea, repo, auth))
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:

@@ -10,6 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from scripts import demo_images
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 from tests.integration.test_demo import labelled
 
@@ -19,11 +20,11 @@ TASK = "testorg__calculator.abc1234"
 
 def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
     profile, octet = f"baseit-{uuid.uuid4().hex[:4]}", free_octet()
+    standin = demo_images.standin_images(profile)  # private tags, as in test_demo: no other run's images touched
     proj = project_copy(tmp_path, profile, profile_config(
         "demo-baseline.profile.yaml", profile=profile, pair_with=None, internal_subnet=f"10.{octet}.242.0/24",
         egress_subnet=f"10.{octet}.243.0/24", llm_upstream=f"http://10.{octet}.243.3:8080", data_root=str(tmp_path / "data"),
-        traj_root=str(tmp_path / "traj"),
-        keep_pulled_images=True))
+        traj_root=str(tmp_path / "traj"), keep_pulled_images=True, uncached=True), standin_image=standin[0])
     env = isolated_env(tmp_path, "base-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -34,7 +35,7 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
     pulumi = ["pulumi", "--non-interactive", "-s", profile]
     try:
         assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
-        run(sys.executable, "-m", "scripts.demo_images")
+        run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", profile)
         shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")
         run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none")
         run(*pulumi, "up", "--yes", "--policy-pack", "policies", "--policy-pack-config", f"stacks/{profile}.policy.json")
@@ -58,3 +59,4 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
     finally:
         run(*pulumi, "destroy", "--yes", "--skip-preview", check=False)
         run(*pulumi, "stack", "rm", "--yes", "--force", check=False)
+        subprocess.run(["docker", "rmi", *standin], capture_output=True)

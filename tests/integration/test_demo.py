@@ -1,6 +1,8 @@
 """The demo pipeline through the real engine, in a copy of the project with its own backend and profile:
 the policy pack passes it; an `up` killed during the export wait resumes and finishes with score 1.0 without
-re-running completed steps; a further `up` changes nothing; destroy leaves nothing labelled behind."""
+re-running completed steps; the real Gitea refuses a direct push to `main` and the merged pull request's merge commit
+is the exported HEAD; MariaDB runs with the profile's max_connections; a further `up` changes nothing; destroy leaves
+nothing labelled behind."""
 
 from __future__ import annotations
 
@@ -21,11 +23,17 @@ from components import contract
 from components.profile import parse_profile
 from components.roles import spec
 from components.topology import placements
+from components.roles import ROLES
+from components.rundir import ProfileDir
+from scripts import demo_images, service_images
+from scripts.gitops import git, with_user
+from scripts.http import request
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 SLUG = "testorg-calculator-abc1234"
+MAX_CONNECTIONS = 321  # not the profile's default nor MariaDB's, so the query shows the profile's value arrived
 
 
 def assert_no_secret(values, *roots: Path) -> None:
@@ -44,13 +52,26 @@ def labelled(profile: str) -> dict[str, list[str]]:
             for k, cmd in kinds.items()}
 
 
+def worker_logs(profile: str) -> str:
+    """The scripted workers' logs (what they did against Gitea), for a failure's message."""
+    names = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}", "--filter", f"label={contract.PROFILE_LABEL}="
+                            f"{profile}", "--filter", f"label={contract.ROLE_LABEL}=worker"], capture_output=True,
+                           text=True).stdout.split()
+    return "\n".join(f"--- {n}\n" + subprocess.run(["docker", "logs", n], capture_output=True, text=True).stdout[-2000:]
+                     for n in sorted(names))
+
+
 @pytest.fixture
 def demo(tmp_path: Path, pulumi_engine: str):
-    """A copy of the project whose stack `demoit` is the demo profile under its own name, octet and data root."""
+    """A copy of the project whose stack `demoit` is the demo profile under its own name, octet and data root, and
+    with private image tags (stand-ins and uncached builds), so runs beside each other never rebuild or remove the
+    images of another (the real Gitea and MariaDB images are keyed by their content and kept)."""
     profile, octet = f"demoit-{uuid.uuid4().hex[:4]}", free_octet()
+    standin, mattermost = demo_images.standin_images(profile)
     proj = project_copy(tmp_path, profile, profile_config(
         "demo.profile.yaml", profile=profile, subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080",
-        data_root=str(tmp_path / "data"), traj_root=str(tmp_path / "traj"), keep_pulled_images=True))
+        data_root=str(tmp_path / "data"), traj_root=str(tmp_path / "traj"), keep_pulled_images=True,
+        mysql_max_connections=MAX_CONNECTIONS, uncached=True, mattermost_image=mattermost), standin_image=standin)
     env = isolated_env(tmp_path, "demo-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -59,7 +80,7 @@ def demo(tmp_path: Path, pulumi_engine: str):
         return out
 
     assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
-    run(sys.executable, "-m", "scripts.demo_images")
+    run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", profile)
     shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")  # as scripts/demo.sh does
     run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",
         "--set", "host_units=off")
@@ -72,6 +93,7 @@ def demo(tmp_path: Path, pulumi_engine: str):
                       ("images", ["rmi", "-f"])):
         if left[kind]:
             subprocess.run(["docker", *cmd, *left[kind]], capture_output=True)
+    subprocess.run(["docker", "rmi", mattermost, standin], capture_output=True)
 
 
 def test_demo_resumes_scores_and_cleans_up(demo):
@@ -117,7 +139,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
         assert after[step] == done[step], step  # the same resource, never created again
     assert json.loads(kickoff.read_text())["result"] == kicked
     score = json.loads((run_dir / TASK / "score.json").read_text())
-    assert score["score"] == 1.0 and score["complete"], score
+    assert score["score"] == 1.0 and score["complete"], (score, worker_logs(profile))
     export = json.loads((run_dir / TASK / "receipts" / "export.json").read_text())["result"]
     assert export["exported_at"] >= kicked["deadline"]
     outputs = json.loads(run("pulumi", "stack", "output", "--json", "--non-interactive", "-s", profile).stdout)
@@ -127,6 +149,16 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     stats = subprocess.run(["docker", "exec", f"omcgitea-{profile}-model", "curl", "-s", "http://127.0.0.1:8080/stats"],
                            capture_output=True, text=True).stdout
     assert json.loads(stats)["ok"] >= 3  # preflight and both workers reached the stand-in model through the proxy
+
+    gitea = f"http://{outputs['addresses'][contract.resource_name(profile, 'gitea')]['internal']}:{ROLES['gitea'].port}"
+    gitea_proves_the_pull_request_flow(gitea, ProfileDir(data), export["commit"], proj.parent)
+    query = ("SELECT @@max_connections, COUNT(*) FROM information_schema.tables "
+             f"WHERE table_schema = '{contract.GITEA_DATABASE}'")
+    mysql = subprocess.run(["docker", "exec", contract.resource_name(profile, "mysql"), "sh", "-c",
+                            f'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mariadb -uroot -h 127.0.0.1 -N -B -e "{query}"'],
+                           capture_output=True, text=True)  # the password stays inside the container
+    connections, gitea_tables = map(int, mysql.stdout.split())
+    assert connections == MAX_CONNECTIONS and gitea_tables > 50, mysql.stderr  # Gitea's data is in MariaDB
 
     again = run("pulumi", "up", "--yes", "--expect-no-changes", "--non-interactive", "-s", profile, *policy)
     assert "unchanged" in again.stdout
@@ -166,3 +198,26 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     assert not data.exists()
     assert json.loads((copy / TASK / "score.json").read_text())["score"] == 1.0  # the copy stays
     assert_no_secret(secrets.values(), state, traj)  # the state, its backups and history: only ciphertext
+
+
+def gitea_proves_the_pull_request_flow(gitea: str, pd: ProfileDir, exported: str, tmp: Path) -> None:
+    """Against the demo's real Gitea, as worker 2 (its token from the bootstrap): the real server, worker 1's merged
+    pull request whose merge commit is the exported HEAD, and a direct push to `main` refused."""
+    token = pd.data("tokens", f"{contract.agent_id(TASK, 2)}.token").read_text().strip()
+    repo = f"{gitea}/api/v1/repos/{contract.team_repo(TASK)}"
+    assert request("GET", f"{gitea}/api/v1/version", token=token)[1]["version"] == service_images.GITEA_VERSION
+    user = request("GET", f"{gitea}/api/v1/user", token=token)[1]["login"]
+    pulls = request("GET", f"{repo}/pulls?state=closed", token=token)[1]
+    merged = [pr for pr in pulls if pr["merged"]]
+    assert [(pr["head"]["ref"], pr["base"]["ref"]) for pr in merged] == [("agent-1", "main")], pulls
+    assert merged[0]["merge_commit_sha"] == exported
+    remote = with_user(f"{gitea}/{contract.team_repo(TASK)}.git", user)
+    clone = tmp / "direct"
+    git("clone", "-q", "--branch", "main", remote, str(clone), password=token)
+    assert git("rev-parse", "HEAD", cwd=clone) == exported
+    (clone / "direct.txt").write_text("must not land on main\n")
+    git("add", "-A", cwd=clone)
+    git("commit", "-q", "-m", "a direct push", cwd=clone)
+    with pytest.raises(RuntimeError, match="protected branch"):
+        git("push", remote, "HEAD:main", cwd=clone, password=token)
+    assert git("ls-remote", remote, "refs/heads/main", password=token).split()[0] == exported

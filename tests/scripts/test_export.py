@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import tarfile
+import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 import programbench
+import pytest
 
 from scripts import export, score
 from scripts.gitops import git
@@ -35,10 +39,10 @@ def preserved_repo(root: Path) -> Path:
     return root / "gitea" / "git" / "repositories"
 
 
-def args(tmp_path: Path, repositories: str | None) -> dict:
+def args(tmp_path: Path, repositories: str | None, gitea_url: str = "http://127.0.0.1:9") -> dict:
     run = tmp_path / "run"
     kicked_off(run, TASK, time.time() - 1)
-    return {"run_dir": str(run), "task_id": TASK, "gitea_url": "http://127.0.0.1:9", "gitea_user": "pbench-admin",
+    return {"run_dir": str(run), "task_id": TASK, "gitea_url": gitea_url, "gitea_user": "pbench-admin",
             "repo": "team/calc", "gitea_repositories": repositories}
 
 
@@ -63,3 +67,64 @@ def test_nothing_preserved_fails_with_the_marker(tmp_path: Path):
     task_dir = tmp_path / "run" / TASK
     assert (task_dir / "EXPORT_FAILED").exists() and not (task_dir / "submission.tar.gz").exists()
     assert "no preserved repository" in json.loads((task_dir / "receipts" / "export.json").read_text())["error"]
+
+
+@pytest.fixture
+def never_accepts() -> Iterator[str]:
+    """A URL whose TCP connect hangs, like a vanished host's: a listener whose full accept queue drops new SYNs."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = server.getsockname()[1]
+        queued = [socket.socket() for _ in range(3)]
+        for s in queued:
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+        time.sleep(0.3)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            for s in queued:
+                s.close()
+
+
+@pytest.fixture
+def sends_nothing() -> Iterator[str]:
+    """A URL whose server accepts connections and never answers (a Gitea that hangs)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+
+    def hold() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=hold, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+        for s in held:
+            s.close()
+
+
+@pytest.mark.parametrize("server", ["never_accepts", "sends_nothing"])
+def test_a_gitea_that_does_not_answer_is_given_up_quickly(server: str, tmp_path: Path, request: pytest.FixtureRequest,
+                                                          monkeypatch: pytest.MonkeyPatch):
+    """Gitea gone (a TCP connect that hangs) or hanging after the connect: the export falls back within its limits
+    (shortened here: 1 s and 2 s) instead of waiting for the kernel's SYN retries or forever."""
+    monkeypatch.setattr(export, "CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(export, "STALL_S", 2)
+    a = args(tmp_path, str(preserved_repo(tmp_path)), request.getfixturevalue(server))
+    t0 = time.monotonic()
+    assert export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": "pw"}) == 0
+    assert time.monotonic() - t0 < 8
+    task_dir = tmp_path / "run" / TASK
+    assert json.loads((task_dir / "receipts" / "export.json").read_text())["result"]["recovered_from"]
+    why = (task_dir / "EXPORT_FAILED").read_text()
+    assert ("no connection to 127.0.0.1" in why and "within 1 s" in why) if server == "never_accepts" else (
+        "too slow" in why), why

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""STAND-IN services for the agensh offline demo. This is NOT Agensh, NOT Gitea, NOT Mattermost, NOT MySQL.
+"""STAND-IN services for the agensh offline demo. This is NOT Agensh and NOT Mattermost.
 
-One small standard-library program that plays every container of an Agensh team on a machine without a
-registry or a model. Each role implements only what the agensh project's steps and the demo use (see
-../README.md). Every log line starts with "[stand-in <role>]" and every HTTP response carries the header
-`X-Agensh-Standin: <role>`.
+One small standard-library program that plays the Agensh containers of a team (and Mattermost) on a machine
+without a registry or a model; Gitea and the database are the real ones (stacks/services). Each role implements
+only what the agensh project's steps and the demo use (see ../README.md). Every log line starts with
+"[stand-in <role>]" and every HTTP response carries the header `X-Agensh-Standin: <role>`.
 
 Role: argv[1] if it names a role, else env STANDIN, else the container's hostname.
 """
@@ -18,12 +18,10 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -32,8 +30,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ADMIN_USER = "pbench-admin"  # components/services.py ADMIN_USER
-TEAM_ORG = "team"
+ADMIN_USER = "pbench-admin"  # components/contract.py ADMIN_USER
 MM_TEAM, MM_CHANNEL = "pbench", "town-square"
 # A complete agent id: `<ProgramBench task id>-<n>`, task ids look like `owner__repo.<7+ hex>` (catalog ids).
 AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,80}__[a-z0-9][a-z0-9_.-]{0,80}\.[0-9a-f]{7,40}-[1-9][0-9]{0,3}$")
@@ -96,16 +93,6 @@ class Handler(BaseHTTPRequestHandler):
     def error(self, status: int, message: str, close: bool = False) -> None:
         self.send(status, {"message": f"stand-in {ROLE}: {message}"}, close=close)
 
-    def basic(self) -> tuple[str, str] | None:
-        auth = self.headers.get("Authorization", "")
-        if auth[:6].lower() != "basic ":
-            return None
-        try:
-            user, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
-        except (ValueError, UnicodeDecodeError):
-            return None
-        return user, pw
-
     def bearer(self, *schemes: str) -> str | None:
         scheme, _, value = self.headers.get("Authorization", "").partition(" ")
         return value.strip() if scheme.lower() in schemes and value.strip() else None
@@ -144,368 +131,213 @@ class Store:
             log(f"state not persisted: {err.strerror}")
 
 
-# --------------------------------------------------------------------------------------------- mysql
-def role_mysqld(args: list[str]) -> None:
-    conns = next((a.split("=", 1)[1] for a in args if a.startswith("--max-connections=")), "default")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("0.0.0.0", 3306))
-    sock.listen(64)
-    signal.signal(signal.SIGTERM, lambda *_: (log("SIGTERM, stopping"), os._exit(0)))
-    log(f"mysqld stand-in listening on :3306 with max-connections={conns}; it accepts and closes connections, "
-        "it stores nothing")
-    while True:
-        conn, _ = sock.accept()
-        conn.close()
-
-
-def role_mysqladmin(args: list[str]) -> None:
-    host = args[args.index("-h") + 1] if "-h" in args[:-1] else "127.0.0.1"
-    if "ping" not in args:
-        print("mysqladmin (stand-in): only `ping` is implemented", file=sys.stderr)
-        sys.exit(2)
-    try:
-        socket.create_connection((host, 3306), timeout=2).close()
-    except OSError as err:
-        print(f"mysqladmin (stand-in): connect to {host}:3306 failed: {err}", file=sys.stderr)
-        sys.exit(1)
-    print("mysqld is alive (stand-in)")
-
-
-# --------------------------------------------------------------------------------------------- gitea
-PRE_RECEIVE = """#!/bin/sh
-# stand-in Gitea branch protection: only the server itself (admin pushes, PR merges) may update main.
-while read old new ref; do
-  if [ "$ref" = "refs/heads/main" ] && [ "$STANDIN_ADMIN_PUSH" != "1" ]; then
-    echo "stand-in gitea: refs/heads/main is protected; direct pushes are refused, open a pull request" >&2
-    exit 1
-  fi
-done
-exit 0
-"""
-
-
-def git_env(**extra: str) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp"),
-            "GIT_AUTHOR_NAME": "stand-in gitea", "GIT_AUTHOR_EMAIL": "gitea@standin.local",
-            "GIT_COMMITTER_NAME": "stand-in gitea", "GIT_COMMITTER_EMAIL": "gitea@standin.local", **extra}
-
-
-def run_git(*args: str, cwd: Path | str | None = None, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, env=git_env(**extra), capture_output=True, text=True)
-
-
-def role_gitea() -> None:
-    password = env("GITEA_ADMIN_PASSWORD")
-    data = Path(os.environ.get("GITEA_STANDIN_DATA", "/data"))
-    root = data / "git" / "repositories"
-    root.mkdir(parents=True, exist_ok=True)
-    store = Store(data / "standin-gitea.json", {"orgs": [], "users": {}, "pulls": {}})
-    repo_re = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-    class H(Handler):
-        def who(self) -> str | None:
-            """The authenticated user: admin by password, a worker by its token (basic, `token` or bearer)."""
-            cred = self.basic()
-            user, secret = cred if cred else (None, self.bearer("token", "bearer"))
-            if secret is None:
-                return None
-            if (user in (None, ADMIN_USER)) and same(secret, password):
-                return ADMIN_USER
-            for name, token in store.data["users"].items():
-                if (user in (None, name)) and same(secret, token):
-                    return name
-            return None
-
-        def repo_path(self, org: str, repo: str) -> Path | None:
-            if not (repo_re.match(org) and repo_re.match(repo)) or ".." in org + repo:
-                return None
-            return root / org / f"{repo.removesuffix('.git')}.git"
-
-        def do_GET(self) -> None:
-            path = urllib.parse.urlsplit(self.path).path
-            if path == "/api/healthz":
-                return self.send(200, {"status": "pass", "description": "stand-in gitea"})
-            if ".git/" in path:
-                return self.git_http()
-            m = re.fullmatch(r"/api/v1/repos/([^/]+)/([^/]+)", path)
-            if m:
-                if not self.who():
-                    return self.error(401, "authentication required")
-                p = self.repo_path(*m.groups())
-                if p is None or not p.is_dir():
-                    return self.error(404, "repository not found")
-                empty = not run_git("rev-parse", "--verify", "-q", "refs/heads/main", cwd=p).stdout.strip()
-                return self.send(200, {"name": m.group(2), "full_name": "/".join(m.groups()), "default_branch": "main",
-                                       "empty": empty, "standin": True})
-            self.error(404, "not found")
-
-        def do_POST(self) -> None:
-            path = urllib.parse.urlsplit(self.path).path
-            if ".git/" in path:
-                return self.git_http()
-            user = self.who()
-            if not user:
-                return self.error(401, "authentication required")
-            body = self.json_body()
-            with store.lock:
-                if path == "/api/v1/orgs":
-                    return self.create_org(user, body)
-                if path == "/api/v1/admin/users":
-                    return self.create_user(user, body)
-                m = re.fullmatch(r"/api/v1/orgs/([^/]+)/repos", path)
-                if m:
-                    return self.create_repo(user, m.group(1), body)
-                m = re.fullmatch(r"/api/v1/repos/([^/]+)/([^/]+)/pulls", path)
-                if m:
-                    return self.open_pull(user, m.group(1), m.group(2), body)
-                m = re.fullmatch(r"/api/v1/repos/([^/]+)/([^/]+)/pulls/([0-9]+)/merge", path)
-                if m:
-                    return self.merge_pull(user, m.group(1), m.group(2), int(m.group(3)))
-            self.error(404, "not found")
-
-        def create_org(self, user: str, body: dict) -> None:
-            org = str(body.get("username", ""))
-            if user != ADMIN_USER:
-                return self.error(403, "admin only")
-            if not repo_re.match(org) or ".." in org:
-                return self.error(422, "invalid organisation name")
-            if org in store.data["orgs"]:
-                return self.error(422, f"organisation {org} already exists")
-            store.data["orgs"].append(org)
-            store.save()
-            (root / org).mkdir(parents=True, exist_ok=True)
-            self.send(201, {"username": org, "standin": True})
-
-        def create_user(self, user: str, body: dict) -> None:
-            name, token = str(body.get("username", "")), str(body.get("token") or body.get("password") or "")
-            if user != ADMIN_USER:
-                return self.error(403, "admin only")
-            if not repo_re.match(name) or name == ADMIN_USER or len(token) < 16:
-                return self.error(422, "invalid username or token (at least 16 characters)")
-            if name in store.data["users"]:
-                return self.error(422, f"user {name} already exists")
-            store.data["users"][name] = token
-            store.save()
-            self.send(201, {"login": name, "username": name, "standin": True})
-
-        def create_repo(self, user: str, org: str, body: dict) -> None:
-            name = str(body.get("name", ""))
-            p = self.repo_path(org, name)
-            if user != ADMIN_USER:
-                return self.error(403, "admin only")
-            if org not in store.data["orgs"]:
-                return self.error(404, f"organisation {org} not found")
-            if p is None:
-                return self.error(422, "invalid repository name")
-            if p.exists():
-                return self.error(409, f"repository {org}/{name} already exists")
-            out = run_git("init", "-q", "--bare", "-b", "main", str(p))
-            if out.returncode:
-                return self.error(500, "git init failed")
-            run_git("config", "http.receivepack", "true", cwd=p)
-            hook = p / "hooks" / "pre-receive"
-            hook.write_text(PRE_RECEIVE)
-            hook.chmod(0o755)
-            log(f"created repository {org}/{name} (main protected)")
-            self.send(201, {"name": name, "full_name": f"{org}/{name}", "default_branch": "main", "standin": True})
-
-        def open_pull(self, user: str, org: str, repo: str, body: dict) -> None:
-            p = self.repo_path(org, repo)
-            if p is None or not p.is_dir():
-                return self.error(404, "repository not found")
-            head, base = str(body.get("head", "")), str(body.get("base", "main"))
-            for b in (head, base):
-                if run_git("check-ref-format", "--branch", b).returncode or run_git(
-                        "rev-parse", "--verify", "-q", f"refs/heads/{b}", cwd=p).returncode:
-                    return self.error(422, f"branch {b!r} does not exist")
-            pulls = store.data["pulls"].setdefault(f"{org}/{repo}", [])
-            pr = {"number": len(pulls) + 1, "head": head, "base": base, "title": str(body.get("title", "")),
-                  "user": user, "state": "open", "merged": False}
-            pulls.append(pr)
-            store.save()
-            log(f"{user} opened pull #{pr['number']} {org}/{repo} {head} -> {base}")
-            self.send(201, {**pr, "standin": True})
-
-        def merge_pull(self, user: str, org: str, repo: str, number: int) -> None:
-            p = self.repo_path(org, repo)
-            pulls = store.data["pulls"].get(f"{org}/{repo}", [])
-            if p is None or not 1 <= number <= len(pulls):
-                return self.error(404, "pull request not found")
-            pr = pulls[number - 1]
-            if pr["merged"]:
-                return self.error(405, "pull request already merged")
-            with tempfile.TemporaryDirectory() as tmp:  # a real merge in a temporary clone, zero approvals
-                steps = [("clone", "-q", "-b", pr["base"], str(p), tmp),
-                         ("merge", "--no-ff", "-q", "-m", f"Merge pull request #{number}: {pr['title']} (stand-in gitea)",
-                          f"origin/{pr['head']}"),
-                         ("push", "-q", "origin", f"HEAD:refs/heads/{pr['base']}")]
-                for i, args in enumerate(steps):
-                    out = run_git(*args, cwd=None if i == 0 else tmp, STANDIN_ADMIN_PUSH="1")
-                    if out.returncode:
-                        log(f"merge of pull #{number} failed at git {args[0]}: {out.stderr.strip()[-300:]}")
-                        return self.error(405, f"pull request is not mergeable (git {args[0]} failed)")
-                sha = run_git("rev-parse", "HEAD", cwd=tmp).stdout.strip()
-            pr.update(merged=True, state="closed", merge_commit_sha=sha, merged_by=user)
-            store.save()
-            log(f"{user} merged pull #{number} {org}/{repo} {pr['head']} -> {pr['base']} ({sha[:10]})")
-            self.send(200, {"merged": True, "sha": sha, "number": number, "standin": True})
-
-        def git_http(self) -> None:
-            """Git smart HTTP through `git http-backend` (CGI); basic auth always required."""
-            user = self.who()
-            if not user:
-                return self.send(401, b"stand-in gitea: authentication required\n",
-                                 {"WWW-Authenticate": 'Basic realm="stand-in gitea"', "Content-Type": "text/plain"})
-            split = urllib.parse.urlsplit(self.path)
-            path = urllib.parse.unquote(split.path)
-            if ".." in path or not re.fullmatch(r"/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\.git/.*", path):
-                return self.error(404, "not found")
-            cgi = {**git_env(), "GIT_PROJECT_ROOT": str(root), "GIT_HTTP_EXPORT_ALL": "1", "REMOTE_USER": user,
-                   "REMOTE_ADDR": self.client_address[0], "PATH_INFO": path, "QUERY_STRING": split.query,
-                   "REQUEST_METHOD": self.command, "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-                   "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.0"}
-            for k, v in self.headers.items():
-                if k.lower() in ("content-encoding", "git-protocol", "accept-encoding"):
-                    cgi["HTTP_" + k.upper().replace("-", "_")] = v
-            if user == ADMIN_USER:
-                cgi["STANDIN_ADMIN_PUSH"] = "1"
-            chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
-            length = int(self.headers.get("Content-Length") or 0)
-            if not chunked and self.command == "POST":
-                cgi["CONTENT_LENGTH"] = str(length)
-            proc = subprocess.Popen(["git", "http-backend"], env=cgi, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE)
-
-            def feed() -> None:  # stream the request body into the CGI
-                try:
-                    if chunked:
-                        while True:
-                            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                            if size == 0:
-                                self.rfile.readline()
-                                break
-                            proc.stdin.write(self.rfile.read(size))
-                            self.rfile.readline()
-                    else:
-                        left = length
-                        while left > 0:
-                            chunk = self.rfile.read(min(left, 65536))
-                            if not chunk:
-                                break
-                            proc.stdin.write(chunk)
-                            left -= len(chunk)
-                finally:
-                    proc.stdin.close()
-
-            errors: list[bytes] = []
-            feeder = threading.Thread(target=feed, daemon=True)
-            drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
-            feeder.start()
-            drain.start()
-            status, headers = 200, []
-            for line in iter(proc.stdout.readline, b""):
-                line = line.rstrip(b"\r\n")
-                if not line:
-                    break
-                k, _, v = line.decode("latin-1").partition(":")
-                if k.lower() == "status":
-                    status = int(v.strip().split()[0])
-                else:
-                    headers.append((k.strip(), v.strip()))
-            self.send_response(status)
-            self.send_header("X-Agensh-Standin", ROLE)
-            for k, v in headers:
-                self.send_header(k, v)
-            self.end_headers()
-            shutil.copyfileobj(proc.stdout, self.wfile)
-            feeder.join(timeout=30)
-            proc.wait()
-            drain.join(timeout=5)
-            if errors and errors[0].strip():
-                log(f"git http-backend ({user}): {errors[0].decode(errors='replace').strip()[-300:]}")
-
-    serve(H, 3000, f"gitea (admin {ADMIN_USER}, org repos under the data mount)")
-
-
 # --------------------------------------------------------------------------------------------- mattermost
-def mm_id(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:26]
+MM_USERNAME_RE = re.compile(r"^[a-z][a-z0-9._-]{2,21}$")  # Mattermost: 3-22 characters, a letter first
+
+
+def mm_id() -> str:
+    """A Mattermost id: 26 characters of [a-z0-9]."""
+    return base64.b32encode(secrets.token_bytes(16)).decode().lower().rstrip("=")[:26]
+
+
+def mm_now() -> int:
+    return int(time.time() * 1000)
 
 
 def role_mattermost() -> None:
+    """The subset of the Mattermost v4 REST API the project and the demo use, with its request and response shapes:
+    system ping, users (create, login with the session in the `Token` header, me, by username), teams (create, by
+    name, join), a team's channel by name (every team has `town-square`), posts (create, list a channel's)."""
     password = env("MATTERMOST_ADMIN_PASSWORD")
+    max_users = int(os.environ.get("MM_TEAMSETTINGS_MAXUSERSPERTEAM") or 50)
+    digest = lambda pw: hashlib.sha256(pw.encode()).hexdigest()  # noqa: E731
+    admin = {"id": mm_id(), "username": ADMIN_USER, "email": f"{ADMIN_USER}@agensh.local",
+             "roles": "system_admin system_user", "create_at": mm_now(), "password_sha256": digest(password)}
     store = Store(Path(os.environ.get("MATTERMOST_STANDIN_DATA", "/mattermost/data")) / "standin-mattermost.json",
-                  {"users": {}, "posts": []})
-    sessions: dict[str, str] = {}  # session token -> username (admin sessions, in memory)
-    channel = {"id": mm_id(MM_TEAM, MM_CHANNEL), "name": MM_CHANNEL, "team_id": mm_id(MM_TEAM)}
+                  {"users": {ADMIN_USER: admin}, "teams": {}, "channels": {}, "posts": []})
+    store.data["users"][ADMIN_USER]["password_sha256"] = digest(password)  # the admin's password is the env's
+    sessions: dict[str, str] = {}  # session token -> user id (in memory, like a restart ending sessions)
+
+    def user_json(u: dict) -> dict:
+        return {"id": u["id"], "create_at": u["create_at"], "update_at": u["create_at"], "delete_at": 0,
+                "username": u["username"], "auth_data": "", "auth_service": "", "email": u["email"],
+                "nickname": "", "first_name": "", "last_name": "", "position": "", "roles": u["roles"], "locale": "en"}
+
+    def team_json(t: dict) -> dict:
+        return {"id": t["id"], "create_at": t["create_at"], "update_at": t["create_at"], "delete_at": 0,
+                "display_name": t["display_name"], "name": t["name"], "description": "", "email": "", "type": t["type"],
+                "allowed_domains": "", "invite_id": "", "allow_open_invite": False}
+
+    def channel_json(c: dict) -> dict:
+        posts = [p for p in store.data["posts"] if p["channel_id"] == c["id"]]
+        return {"id": c["id"], "create_at": c["create_at"], "update_at": c["create_at"], "delete_at": 0,
+                "team_id": c["team_id"], "type": "O", "display_name": c["display_name"], "name": c["name"],
+                "header": "", "purpose": "", "last_post_at": posts[-1]["create_at"] if posts else 0,
+                "total_msg_count": len(posts), "creator_id": ""}
 
     class H(Handler):
-        def who(self) -> str | None:
+        def fail(self, status: int, error_id: str, message: str) -> None:
+            """Mattermost's error body."""
+            self.send(status, {"id": error_id, "message": message, "detailed_error": "", "request_id": mm_id(),
+                               "status_code": status})
+
+        def who(self) -> dict | None:
             token = self.bearer("bearer", "token")
-            if token is None:
-                return None
-            for session, name in list(sessions.items()):
-                if same(token, session):
-                    return name
-            return next((n for n, t in store.data["users"].items() if same(token, t)), None)
+            uid = next((u for s, u in list(sessions.items()) if same(token, s)), None)
+            return next((u for u in store.data["users"].values() if u["id"] == uid), None)
+
+        def team_by(self, key: str, value: str) -> dict | None:
+            return next((t for t in store.data["teams"].values() if t[key] == value), None)
 
         def do_GET(self) -> None:
             path = urllib.parse.urlsplit(self.path).path
             if path == "/api/v4/system/ping":
-                return self.send(200, {"status": "OK", "standin": True})
-            if not self.who():
-                return self.error(401, "authentication required")
-            if path == f"/api/v4/teams/name/{MM_TEAM}/channels/name/{MM_CHANNEL}":
-                return self.send(200, channel)
-            if re.fullmatch(r"/api/v4/teams/name/[^/]+/channels/name/[^/]+", path):
-                return self.error(404, f"only team {MM_TEAM} with channel {MM_CHANNEL} exists")
-            if path == f"/api/v4/channels/{channel['id']}/posts":
-                with store.lock:
+                return self.send(200, {"status": "OK"})
+            user = self.who()
+            if not user:
+                return self.expired()
+            with store.lock:
+                if path == "/api/v4/users/me":
+                    return self.send(200, user_json(user))
+                m = re.fullmatch(r"/api/v4/users/username/([^/]+)", path)
+                if m:
+                    found = store.data["users"].get(m.group(1))
+                    return self.send(200, user_json(found)) if found else self.fail(
+                        404, "app.user.missing_account.const", "Unable to find the user.")
+                m = re.fullmatch(r"/api/v4/teams/name/([^/]+)", path)
+                if m:
+                    team = store.data["teams"].get(m.group(1))
+                    return self.send(200, team_json(team)) if team else self.fail(
+                        404, "app.team.get_by_name.missing.app_error", "Unable to find the existing team.")
+                m = re.fullmatch(r"/api/v4/teams/name/([^/]+)/channels/name/([^/]+)", path)
+                if m:
+                    team = store.data["teams"].get(m.group(1))
+                    channel = team and store.data["channels"].get(f"{team['id']}/{m.group(2)}")
+                    if not channel:
+                        return self.fail(404, "app.channel.get_by_name.missing.app_error", "Channel does not exist.")
+                    if user["id"] not in team["members"]:
+                        return self.forbidden()
+                    return self.send(200, channel_json(channel))
+                m = re.fullmatch(r"/api/v4/channels/([a-z0-9]{26})/posts", path)
+                if m:
+                    channel = next((c for c in store.data["channels"].values() if c["id"] == m.group(1)), None)
+                    team = channel and self.team_by("id", channel["team_id"])
+                    if not channel or user["id"] not in team["members"]:
+                        return self.forbidden()
                     posts = [p for p in store.data["posts"] if p["channel_id"] == channel["id"]]
-                return self.send(200, {"order": [p["id"] for p in reversed(posts)], "posts": {p["id"]: p for p in posts}})
-            self.error(404, "not found")
+                    return self.send(200, {"order": [p["id"] for p in reversed(posts)],
+                                           "posts": {p["id"]: p for p in posts}, "next_post_id": "",
+                                           "prev_post_id": "", "has_next": False})
+            self.fail(404, "api.context.404.app_error", "Sorry, we could not find the page.")
 
         def do_POST(self) -> None:
             path = urllib.parse.urlsplit(self.path).path
             body = self.json_body()
-            if path == "/api/v4/users/login":
-                login, secret = str(body.get("login_id", "")), str(body.get("password", ""))
-                if login == ADMIN_USER and same(secret, password):
-                    token = secrets.token_hex(16)
-                    sessions[token] = ADMIN_USER
-                elif login in store.data["users"] and same(secret, store.data["users"][login]):
-                    token = store.data["users"][login]
-                else:
-                    return self.error(401, "invalid login")
-                return self.send(200, {"id": mm_id("user", login), "username": login}, {"Token": token})
-            user = self.who()
-            if not user:
-                return self.error(401, "authentication required")
             with store.lock:
+                if self.command == "PUT" and not path.endswith("/password"):
+                    return self.fail(405, "api.context.405.app_error", "Method not allowed.")
+                if path == "/api/v4/users/login":
+                    found = store.data["users"].get(str(body.get("login_id", "")))
+                    if not found or not same(digest(str(body.get("password", ""))), found["password_sha256"]):
+                        return self.fail(401, "api.user.login.invalid_credentials_email_username",
+                                         "Enter a valid email or username and/or password.")
+                    session = mm_id()
+                    sessions[session] = found["id"]
+                    return self.send(200, user_json(found), {"Token": session})
+                user = self.who()
+                if not user:
+                    return self.expired()
+                is_admin = "system_admin" in user["roles"].split()
                 if path == "/api/v4/users":
-                    name, token = str(body.get("username", "")), str(body.get("token") or body.get("password") or "")
-                    if user != ADMIN_USER:
-                        return self.error(403, "admin only")
-                    if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name) or len(token) < 16:
-                        return self.error(400, "invalid username or token")
-                    if name in store.data["users"] or name == ADMIN_USER:
-                        return self.error(400, f"user {name} already exists")
-                    store.data["users"][name] = token
-                    store.save()
-                    return self.send(201, {"id": mm_id("user", name), "username": name})
+                    return self.create_user(body) if is_admin else self.forbidden()
+                if path == "/api/v4/teams":
+                    return self.create_team(user, body) if is_admin else self.forbidden()
+                m = re.fullmatch(r"/api/v4/users/([a-z0-9]{26})/password", path)
+                if m and self.command == "PUT":
+                    return self.set_password(m.group(1), body) if is_admin else self.forbidden()
+                m = re.fullmatch(r"/api/v4/teams/([a-z0-9]{26})/members", path)
+                if m:
+                    return self.join_team(m.group(1), body) if is_admin else self.forbidden()
                 if path == "/api/v4/posts":
-                    if body.get("channel_id") != channel["id"] or not isinstance(body.get("message"), str):
-                        return self.error(400, "unknown channel_id or missing message")
-                    post = {"id": mm_id("post", str(len(store.data["posts"])), secrets.token_hex(4)),
-                            "channel_id": channel["id"], "message": body["message"], "user_id": mm_id("user", user),
-                            "username": user, "create_at": int(time.time() * 1000)}
-                    store.data["posts"].append(post)
-                    store.save()
-                    return self.send(201, post)
-            self.error(404, "not found")
+                    return self.create_post(user, body)
+            self.fail(404, "api.context.404.app_error", "Sorry, we could not find the page.")
 
-    serve(H, 8065, f"mattermost (team {MM_TEAM}, channel {MM_CHANNEL})")
+        do_PUT = do_POST
+
+        def set_password(self, uid: str, body: dict) -> None:
+            found = next((u for u in store.data["users"].values() if u["id"] == uid), None)
+            if not found or len(str(body.get("new_password", ""))) < 8:
+                return self.fail(400, "api.user.update_password.invalid.app_error", "Unknown user or invalid password.")
+            found["password_sha256"] = digest(str(body["new_password"]))
+            store.save()
+            self.send(200, {"status": "OK"})
+
+        def expired(self) -> None:
+            self.fail(401, "api.context.session_expired.app_error", "Invalid or expired session, please login again.")
+
+        def forbidden(self) -> None:
+            self.fail(403, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
+
+        def create_user(self, body: dict) -> None:
+            name, email, pw = (str(body.get(k, "")) for k in ("username", "email", "password"))
+            if not MM_USERNAME_RE.match(name) or "@" not in email or len(pw) < 8:
+                return self.fail(400, "model.user.is_valid.username.app_error",
+                                 "Invalid username (3-22 of a-z 0-9 . - _, a letter first), email or password.")
+            if name in store.data["users"]:
+                return self.fail(400, "app.user.save.username_exists.app_error",
+                                 "An account with that username already exists.")
+            new = {"id": mm_id(), "username": name, "email": email, "roles": "system_user", "create_at": mm_now(),
+                   "password_sha256": digest(pw)}
+            store.data["users"][name] = new
+            store.save()
+            self.send(201, user_json(new))
+
+        def create_team(self, user: dict, body: dict) -> None:
+            name = str(body.get("name", ""))
+            if not re.fullmatch(r"[a-z0-9][a-z0-9-]{1,63}", name) or body.get("type") not in ("O", "I"):
+                return self.fail(400, "model.team.is_valid.name.app_error", "Invalid name or type.")
+            if name in store.data["teams"]:
+                return self.fail(400, "app.team.save.existing.app_error", "A team with that name already exists.")
+            team = {"id": mm_id(), "name": name, "display_name": str(body.get("display_name") or name),
+                    "type": body["type"], "create_at": mm_now(), "members": [user["id"]]}
+            store.data["teams"][name] = team
+            store.data["channels"][f"{team['id']}/{MM_CHANNEL}"] = {
+                "id": mm_id(), "team_id": team["id"], "name": MM_CHANNEL, "display_name": "Town Square",
+                "create_at": mm_now()}
+            store.save()
+            self.send(201, team_json(team))
+
+        def join_team(self, team_id: str, body: dict) -> None:
+            team = self.team_by("id", team_id)
+            uid = str(body.get("user_id", ""))
+            known = any(u["id"] == uid for u in store.data["users"].values())
+            if not team or body.get("team_id") != team_id or not known:
+                return self.fail(400, "api.team.add_user_to_team.missing_parameter.app_error", "Unknown team or user.")
+            if uid not in team["members"]:
+                if len(team["members"]) >= max_users:
+                    return self.fail(400, "app.team.join_user_to_team.max_accounts.app_error",
+                                     "This team has reached the maximum number of allowed accounts.")
+                team["members"].append(uid)
+                store.save()
+            self.send(201, {"team_id": team_id, "user_id": uid, "roles": "team_user", "delete_at": 0,
+                            "scheme_user": True, "scheme_admin": False})
+
+        def create_post(self, user: dict, body: dict) -> None:
+            channel = next((c for c in store.data["channels"].values() if c["id"] == body.get("channel_id")), None)
+            if not channel or not isinstance(body.get("message"), str):
+                return self.fail(400, "api.context.invalid_body_param.app_error", "Invalid channel_id or message.")
+            if user["id"] not in self.team_by("id", channel["team_id"])["members"]:
+                return self.forbidden()
+            now = mm_now()
+            post = {"id": mm_id(), "create_at": now, "update_at": now, "edit_at": 0, "delete_at": 0,
+                    "is_pinned": False, "user_id": user["id"], "channel_id": channel["id"], "root_id": "",
+                    "original_id": "", "message": body["message"], "type": "", "props": {}, "hashtags": "",
+                    "pending_post_id": "", "reply_count": 0, "metadata": {}}
+            store.data["posts"].append(post)
+            store.save()
+            self.send(201, post)
+
+    serve(H, 8065, "mattermost (a subset of the v4 API)")
 
 
 # --------------------------------------------------------------------------------------------- board
@@ -679,12 +511,16 @@ def role_mini_router() -> None:
 
 # --------------------------------------------------------------------------------------------- clients
 def call(method: str, url: str, body=None, *, basic: tuple[str, str] | None = None, bearer: str | None = None,
-         ok: tuple[int, ...] = ()) -> tuple[int, dict, dict]:
-    headers = {"Content-Type": "application/json"}
+         token: str | None = None, ok: tuple[int, ...] = ()) -> tuple[int, dict | list, dict]:
+    """One JSON request; `basic` auth, a `bearer` (Mattermost) or a Gitea `token`. A status outside 2xx and `ok`
+    raises."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if basic:
         headers["Authorization"] = "Basic " + base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()
     if bearer:
         headers["Authorization"] = f"Bearer {bearer}"
+    if token:
+        headers["Authorization"] = f"token {token}"
     req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(), method=method,
                                  headers=headers)
     try:
@@ -693,12 +529,12 @@ def call(method: str, url: str, body=None, *, basic: tuple[str, str] | None = No
     except urllib.error.HTTPError as err:
         raw, status, hdrs = err.read(), err.code, dict(err.headers)
         if status not in ok:
-            raise RuntimeError(f"{method} {urllib.parse.urlsplit(url).path}: HTTP {status} {raw[:200]!r}") from None
+            raise RuntimeError(f"{method} {urllib.parse.urlsplit(url).path}: HTTP {status} {raw[:300]!r}") from None
     try:
         data = json.loads(raw) if raw.strip() else {}
     except ValueError:
         data = {}
-    return status, data if isinstance(data, dict) else {}, hdrs
+    return status, data, hdrs
 
 
 def wait_for(url: str, limit: float) -> None:
@@ -713,35 +549,128 @@ def wait_for(url: str, limit: float) -> None:
         time.sleep(1)
 
 
+USERNAME_MAX = 22  # Mattermost's limit (3-22 characters, a letter first); Gitea allows 40 without `__` or `.-`
+
+
+def agent_username(agent: str) -> str:
+    """The agent's user name at Gitea and Mattermost: `testorg__calculator.abc1234-1` -> `calculator-abc1234-1`.
+
+    An agent id (`<owner>__<repo>.<hex>-<n>`) is no valid user name (Gitea refuses `__`, Mattermost anything over 22
+    characters). The name keeps the repository (lowercase letters and digits, runs of anything else as one `-`, cut
+    to fit, `a` put in front when it would not start with a letter), the task's first 7 hex digits and n."""
+    if not AGENT_ID_RE.match(agent):
+        raise RuntimeError(f"not a complete agent id: {agent!r}")
+    task, n = agent.rsplit("-", 1)
+    repo, commit = task.split("__", 1)[1].rsplit(".", 1)
+    tail = f"-{commit[:7]}-{n}"
+    head = re.sub(r"[^a-z0-9]+", "-", repo.lower()).strip("-")
+    head = head if head[:1].isalpha() else f"a{head}"
+    return head[:USERNAME_MAX - len(tail)].rstrip("-") + tail
+
+
 # --------------------------------------------------------------------------------------------- bootstrap
+GITEA_TOKEN_SCOPES = ["write:repository", "write:issue", "read:organization", "read:user"]
+AGENTS_TEAM = "agents"  # the Gitea organisation team every agent joins: write access to every team repository
+
+
+def protect_main(gitea: str, admin: tuple[str, str], repo: str) -> None:
+    """Branch protection on `main`: direct pushes refused (only the administrator, who seeds the starting workspace,
+    may push), pull requests merge with zero approvals, no status checks (the CI merge gate is off)."""
+    rule = {"rule_name": "main", "enable_push": True, "enable_push_whitelist": True,
+            "push_whitelist_usernames": [ADMIN_USER], "required_approvals": 0, "enable_status_check": False,
+            "enable_merge_whitelist": False, "block_on_rejected_reviews": False, "block_on_outdated_branch": False,
+            "dismiss_stale_approvals": False, "enable_force_push": False}
+    _, rules, _ = call("GET", f"{gitea}/api/v1/repos/{repo}/branch_protections", basic=admin)
+    if any(r.get("rule_name") == "main" for r in rules):
+        call("PATCH", f"{gitea}/api/v1/repos/{repo}/branch_protections/main", rule, basic=admin)
+    else:
+        call("POST", f"{gitea}/api/v1/repos/{repo}/branch_protections", rule, basic=admin)
+
+
+def gitea_team(gitea: str, admin: tuple[str, str], repos: list[str]) -> int:
+    """The organisation, its `agents` team (write) and each task repository with `main` protected; returns the
+    team's id."""
+    orgs = {r.split("/")[0] for r in repos}
+    if len(orgs) != 1:
+        raise RuntimeError(f"TEAM_REPOS must all be in one organisation, got {sorted(orgs)}")
+    org = orgs.pop()
+    call("POST", f"{gitea}/api/v1/orgs", {"username": org, "visibility": "private"}, basic=admin, ok=(422,))
+    _, teams, _ = call("GET", f"{gitea}/api/v1/orgs/{org}/teams", basic=admin)
+    team = next((t for t in teams if t.get("name") == AGENTS_TEAM), None)
+    if team is None:
+        _, team, _ = call("POST", f"{gitea}/api/v1/orgs/{org}/teams", {
+            "name": AGENTS_TEAM, "permission": "write", "includes_all_repositories": True,
+            "units_map": {"repo.code": "write", "repo.pulls": "write", "repo.issues": "write"}}, basic=admin)
+    for repo in repos:
+        status, _, _ = call("POST", f"{gitea}/api/v1/orgs/{org}/repos", {
+            "name": repo.split("/", 1)[1], "default_branch": "main", "auto_init": False, "private": True},
+            basic=admin, ok=(409,))
+        protect_main(gitea, admin, repo)
+        log(f"gitea: {repo} {'created' if status == 201 else 'exists'}, main protected")
+    return int(team["id"])
+
+
+def gitea_user(gitea: str, admin: tuple[str, str], name: str, agent: str, team: int, token_file: Path) -> str:
+    """The agent's Gitea user in the agents team, and its access token (kept while it still works)."""
+    status, _, _ = call("POST", f"{gitea}/api/v1/admin/users", {
+        "username": name, "email": f"{name}@agensh.local", "full_name": agent, "password": secrets.token_urlsafe(24),
+        "must_change_password": False, "visibility": "private"}, basic=admin, ok=(422,))
+    call("PUT", f"{gitea}/api/v1/teams/{team}/members/{name}", basic=admin)
+    kept = token_file.read_text().strip() if token_file.is_file() else ""
+    if kept and call("GET", f"{gitea}/api/v1/user", token=kept, ok=(401, 403))[1].get("login") == name:
+        return "kept"
+    _, made, _ = call("POST", f"{gitea}/api/v1/users/{name}/tokens",
+                      {"name": f"agensh-{int(time.time())}-{secrets.token_hex(3)}", "scopes": GITEA_TOKEN_SCOPES},
+                      basic=admin)
+    tmp = token_file.with_name(f".{token_file.name}.tmp")
+    tmp.write_text(made["sha1"] + "\n")
+    os.chmod(tmp, 0o644)  # read by the token service, which runs as another user
+    tmp.replace(token_file)
+    return "issued" if status == 201 else "reissued"
+
+
+def mattermost_team(mm: str, password: str) -> tuple[str, str]:
+    """Log the administrator in (the session comes in the `Token` header) and make sure the team exists."""
+    _, _, hdrs = call("POST", f"{mm}/api/v4/users/login", {"login_id": ADMIN_USER, "password": password})
+    session = next(v for k, v in hdrs.items() if k.lower() == "token")
+    status, team, _ = call("GET", f"{mm}/api/v4/teams/name/{MM_TEAM}", bearer=session, ok=(404,))
+    if status == 404:
+        _, team, _ = call("POST", f"{mm}/api/v4/teams", {"name": MM_TEAM, "display_name": MM_TEAM, "type": "O"},
+                          bearer=session)
+    return session, team["id"]
+
+
+def mattermost_user(mm: str, session: str, team_id: str, name: str, token: str) -> int:
+    """The agent's Mattermost user in the team; its password is its (current) token."""
+    status, user, _ = call("POST", f"{mm}/api/v4/users", {"username": name, "email": f"{name}@agensh.local",
+                                                          "password": token}, bearer=session, ok=(400,))
+    if status == 400:
+        _, user, _ = call("GET", f"{mm}/api/v4/users/username/{name}", bearer=session)
+        call("PUT", f"{mm}/api/v4/users/{user['id']}/password", {"new_password": token}, bearer=session)
+    call("POST", f"{mm}/api/v4/teams/{team_id}/members", {"team_id": team_id, "user_id": user["id"]}, bearer=session)
+    return status
+
+
 def role_bootstrap() -> None:
     gitea, mm = env("GITEA_URL").rstrip("/"), env("MATTERMOST_URL").rstrip("/")
-    workers, tasks = int(env("WORKERS")), env("TASKS").split()
+    workers, tasks, repos = int(env("WORKERS")), env("TASKS").split(), env("TEAM_REPOS").split()
     tokens = Path(env("TOKENS_DIR", "/tokens"))
-    gpw, mpw = env("GITEA_ADMIN_PASSWORD"), env("MATTERMOST_ADMIN_PASSWORD")
-    log(f"registering {workers} worker(s) for {len(tasks)} task(s)")
-    wait_for(f"{gitea}/api/healthz", 180)
+    admin, mpw = (ADMIN_USER, env("GITEA_ADMIN_PASSWORD")), env("MATTERMOST_ADMIN_PASSWORD")
+    agents = [f"{task}-{n}" for task in tasks for n in range(1, workers + 1)]
+    names = {agent: agent_username(agent) for agent in agents}
+    if len(set(names.values())) != len(agents):
+        raise RuntimeError(f"two agents would share a user name: {names}")
+    log(f"registering {workers} worker(s) for {len(tasks)} task(s) at Gitea {gitea} and the Mattermost stand-in")
+    wait_for(f"{gitea}/api/healthz", 300)
     wait_for(f"{mm}/api/v4/system/ping", 180)
-    _, _, hdrs = call("POST", f"{mm}/api/v4/users/login", {"login_id": ADMIN_USER, "password": mpw})
-    session = next(v for k, v in hdrs.items() if k.lower() == "token")
+    team = gitea_team(gitea, admin, repos)
+    session, mm_team = mattermost_team(mm, mpw)
     tokens.mkdir(parents=True, exist_ok=True)
-    for task in tasks:
-        for n in range(1, workers + 1):
-            agent = f"{task}-{n}"
-            path = tokens / f"{agent}.token"
-            kept = path.is_file() and path.read_text().strip()
-            token = kept or secrets.token_hex(24)
-            if not kept:
-                tmp = tokens / f".{agent}.token.tmp"
-                tmp.write_text(token + "\n")
-                os.chmod(tmp, 0o644)
-                tmp.replace(path)
-            g, _, _ = call("POST", f"{gitea}/api/v1/admin/users",
-                           {"username": agent, "token": token, "password": token, "email": f"{agent}@agensh.local",
-                            "must_change_password": False}, basic=(ADMIN_USER, gpw), ok=(422,))
-            m, _, _ = call("POST", f"{mm}/api/v4/users", {"username": agent, "token": token, "password": token,
-                                                          "email": f"{agent}@agensh.local"}, bearer=session, ok=(400,))
-            log(f"{agent}: token {'kept' if kept else 'issued'}, gitea HTTP {g}, mattermost HTTP {m}")
+    for agent, name in names.items():
+        token_file = tokens / f"{agent}.token"
+        how = gitea_user(gitea, admin, name, agent, team, token_file)
+        m = mattermost_user(mm, session, mm_team, name, token_file.read_text().strip())
+        log(f"{agent}: user {name}, gitea token {how}, mattermost {'created' if m == 201 else 'exists'}")
     log("done")
 
 
@@ -751,6 +680,7 @@ class Worker:
 
     def __init__(self) -> None:
         self.agent = env("AGENT_ID")
+        self.username = agent_username(self.agent)  # its Gitea and Mattermost user
         self.n = int(self.agent.rsplit("-", 1)[1])
         self.home = Path(os.environ.get("HOME") or "/home/agent")
         self.ws = Path(os.environ.get("WORKSPACE", "/workspace"))
@@ -837,6 +767,17 @@ class Worker:
                     log(f"model request failed: {err}")
                 time.sleep(2)
 
+    def merge(self, api: str, number: int) -> None:
+        """Merge a pull request; Gitea answers 405 "Please try again later" while it still checks mergeability."""
+        for _ in range(60):
+            status, reply, _ = call("POST", f"{api}/pulls/{number}/merge", {"Do": "merge"}, token=self.token, ok=(405,))
+            if status != 405:
+                return
+            if "try again later" not in str(reply.get("message", "")):
+                raise RuntimeError(f"pull #{number} cannot be merged: {reply.get('message')}")
+            time.sleep(1)
+        raise RuntimeError(f"pull #{number} still not mergeable after 60 s")
+
     def steps(self, gitea: str, repo: str) -> None:
         url = env("TOKEN_SERVICE_URL").rstrip("/") + f"/token/{self.agent}"
         end = time.monotonic() + 600
@@ -852,7 +793,7 @@ class Worker:
         self.model_request()
 
         remote = urllib.parse.urlsplit(gitea)
-        origin = urllib.parse.urlunsplit(remote._replace(netloc=f"{self.agent}@{remote.netloc}",
+        origin = urllib.parse.urlunsplit(remote._replace(netloc=f"{self.username}@{remote.netloc}",
                                                          path=f"/{repo}.git"))
         if not (self.ws / ".git").exists():
             self.git("init", "-q", "-b", "main")
@@ -888,8 +829,8 @@ class Worker:
         api = f"{gitea}/api/v1/repos/{repo}"
         if self.n == 1:
             _, pr, _ = call("POST", f"{api}/pulls", {"head": branch, "base": "main", "title": f"{self.agent} solution"},
-                            basic=(self.agent, self.token))
-            call("POST", f"{api}/pulls/{pr['number']}/merge", {"Do": "merge"}, basic=(self.agent, self.token))
+                            token=self.token)
+            self.merge(api, pr["number"])
             log(f"opened and merged pull #{pr['number']} ({branch} -> main, zero approvals)")
 
         team = os.environ.get("WORKERS")  # the team size; a lone worker makes the attempt itself
@@ -914,26 +855,24 @@ def role_worker() -> None:
 
 
 ROLES = {
-    "mysql": role_mysqld, "mysqld": role_mysqld, "mysqladmin": role_mysqladmin, "gitea": role_gitea,
     "mattermost": role_mattermost, "board": role_board, "secret-service": role_secret_service,
     "egress-proxy": role_egress_proxy, "model": role_model, "mini-router": role_mini_router,
     "bootstrap": role_bootstrap, "worker": role_worker,
 }
-TAKES_ARGS = {"mysql", "mysqld", "mysqladmin"}
 
 
 def main(argv: list[str]) -> None:
     global ROLE
     if len(argv) > 1 and argv[1] in ROLES:
-        ROLE, args = argv[1], argv[2:]
+        ROLE = argv[1]
     else:
-        ROLE, args = os.environ.get("STANDIN") or socket.gethostname(), argv[1:]
+        ROLE = os.environ.get("STANDIN") or socket.gethostname()
     if ROLE not in ROLES:
         print(f"[stand-in] unknown role {ROLE!r}; give one of {', '.join(sorted(ROLES))} "
               "as argv[1], env STANDIN or the hostname", file=sys.stderr)
         sys.exit(2)
     try:
-        ROLES[ROLE](args) if ROLE in TAKES_ARGS else ROLES[ROLE]()
+        ROLES[ROLE]()
     except RuntimeError as err:
         log(f"FAILED: {err}")
         sys.exit(1)
