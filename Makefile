@@ -1,6 +1,6 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test demo demo-destroy down preview up schedule
+.PHONY: setup test demo demo-destroy down preview up schedule status
 
 setup:
 	@bash scripts/setup.sh
@@ -34,3 +34,7 @@ up:
 schedule:
 	@test -n "$(STACK)" || { echo "usage: make schedule STACK=<stack> [ACTION=install|remove|status]"; exit 2; }
 	@.venv/bin/python -m scripts.schedule $(or $(ACTION),install) "$(STACK)"
+
+status:
+	@test -n "$(STACK)" || { echo "usage: make status STACK=<stack>"; exit 2; }
+	@.venv/bin/python -m scripts.status "$(STACK)"

@@ -16,12 +16,18 @@ SERVICE_SLOTS = 16
 FIRST_SERVICE_HOST = 2
 EGRESS_PROXY_EGRESS_HOST = 2
 MODEL_STANDIN_EGRESS_HOST = 3
-LARGEST_INTERNAL_PREFIX = 17  # 10.X.0.0/17 still leaves 10.X.255.0/24 free for egress
+LARGEST_INTERNAL_PREFIX = 17  # 10.X.0.0/17: the team network never reaches 10.X.128.0 (data) or the top
+LARGEST_DATA_PREFIX = 18  # 10.X.128.0/18 ends at 10.X.191.255
 
 
 def team_slots(tasks: int, workers: int) -> int:
     """Addresses a team's internal network must hold: services, then a router and a worker per worker per task."""
     return SERVICE_SLOTS + 2 * tasks * workers + 1  # + broadcast
+
+
+def data_slots(tasks: int, workers: int) -> int:
+    """Addresses the data network must hold: the database's users (services, then every task's routers)."""
+    return SERVICE_SLOTS + tasks * workers + 1
 
 
 def baseline_slots() -> int:
@@ -37,6 +43,13 @@ def prefix_for(slots: int) -> int | None:
 def derived_internal(octet: int, slots: int) -> ipaddress.IPv4Network | None:
     prefix = prefix_for(slots)
     return None if prefix is None else ipaddress.IPv4Network(f"10.{octet}.0.0/{prefix}")
+
+
+def derived_data(octet: int, slots: int) -> ipaddress.IPv4Network | None:
+    """The data network, where only the database and the services that use it meet: 10.X.128.0/N (at most a /18,
+    so it never reaches the operator and egress networks at the top of the profile's /16)."""
+    prefix = prefix_for(slots)
+    return None if prefix is None or prefix < LARGEST_DATA_PREFIX else ipaddress.IPv4Network(f"10.{octet}.128.0/{prefix}")
 
 
 def derived_egress(octet: int) -> ipaddress.IPv4Network:
@@ -72,3 +85,7 @@ class TeamSlot:
 
     def worker_index(self, task: int, n: int) -> int:
         return SERVICE_SLOTS + task * 2 * self.workers + self.workers + n
+
+    def router_data_index(self, task: int, n: int) -> int:
+        """A router's address on the data network (routers are the database's only per-worker users)."""
+        return SERVICE_SLOTS + task * self.workers + n

@@ -23,14 +23,10 @@ def sha256(value: str) -> str:
 
 def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks,
               secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> docker.Container:
-    attach = []
-    if c.internal_ip:
-        attach.append(docker.ContainerNetworksAdvancedArgs(name=nets.internal.name, ipv4_address=c.internal_ip,
-                                                           aliases=[c.role]))
-    if c.egress_ip:
-        attach.append(docker.ContainerNetworksAdvancedArgs(name=nets.egress.name, ipv4_address=c.egress_ip))
-    if c.operator_ip and nets.operator is not None:
-        attach.append(docker.ContainerNetworksAdvancedArgs(name=nets.operator.name, ipv4_address=c.operator_ip))
+    addresses = {"internal": c.internal_ip, "egress": c.egress_ip, "data": c.data_ip, "operator": c.operator_ip}
+    attach = [docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip,
+                                                   aliases=[c.role] if kind in ("internal", "data") else None)
+              for kind, ip in addresses.items() if ip]
     envs: list[pulumi.Input[str]] = [f"{k}={v}" for k, v in sorted(s.env.items())]
     for k, key in sorted(s.secret_env.items()):
         value = secrets[key].apply(sha256) if k.endswith("_SHA256") else secrets[key]
@@ -61,6 +57,7 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         wait=bool(s.healthcheck) and not s.one_shot,
         wait_timeout=WAIT_TIMEOUT_S,
         must_run=not (s.one_shot or s.stopped_on_purpose),
+        start=not s.woken,
         attach=s.one_shot,
         logs=s.one_shot,
         restart="no",

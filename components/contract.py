@@ -96,6 +96,7 @@ REFERENCE_OWNER_MODE = "root 111"  # `stat -c '%U %a'`
 CLEANROOM_TAG = "task_cleanroom_v6"  # REQUIREMENTS 15
 CLEANROOM_ORG = "programbench"
 ADMIN_USER = "pbench-admin"  # the platform administrator in Gitea and Mattermost
+ROUTER_DB = "router"  # the routers' own database user and database (never root)
 TEAM_ORG = "team"  # the Gitea organisation holding every task repository
 GITEA_DATABASE = "gitea"  # the database Gitea uses; the MySQL image creates it on its first start (MYSQL_DATABASE)
 TEAM_NAME, TEAM_CHANNEL = "pbench", "town-square"  # the Mattermost team and channel
@@ -123,8 +124,8 @@ PROXY_CREDENTIAL_ENV = "LLM_PROXY_TOKEN"  # the local proxy credential: the only
 MODEL_CREDENTIAL_ENVS = (MODEL_CREDENTIAL_ENV, "UPSTREAM_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 # Names that hold a secret end in one of these words (TOKEN_SERVICE_URL or PROMPT_WINDOW_TOKENS do not).
 SECRETISH = re.compile(r"(PASSWORD|PASSWD|TOKEN|SECRET|API_KEY|CREDENTIAL|PRIVATE_KEY|DATASOURCE)$", re.I)
-SECRET_KEYS = ("llm_upstream_token", "worker_proxy_token", "mysql_root_password", "gitea_admin_password",
-               "mattermost_admin_password")  # the stack's encrypted config
+SECRET_KEYS = ("llm_upstream_token", "worker_proxy_token", "mysql_root_password", "mysql_router_password",
+               "gitea_admin_password", "mattermost_admin_password")  # the stack's encrypted config
 GENERATED_SECRETS = tuple(k for k in SECRET_KEYS if k != "llm_upstream_token")  # the model token is the user's
 
 # --- model pins (REQUIREMENTS 6) ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from .roles import url
 from .rundir import PRESERVE_RUN, CopyDir, ProfileDir, RunDir
 from .steps import Step
 from .team import Team
-from .topology import members, network_names, placements
+from .topology import members, network_names, networks, placements
 
 
 def checkout_revision(path: Path) -> str | None:
@@ -69,11 +69,13 @@ class Experiment(pulumi.ComponentResource):
             "profile": p.profile,
             "run_id": p.run_id,
             "run_dir": self.run_dir,
+            "report": str(RunDir.of(p).report) if p.run_steps else None,
+            "copy": self.copy_dir if p.run_steps else None,
             "profile_digest": p.digest(),
-            "networks": {k: str(n) for k, n in (("internal", p.internal_network), ("egress", p.egress_network),
-                                                ("operator", p.operator_network)) if n},
+            "networks": {k: str(n) for k, n in networks(p).items()},
             "addresses": {c.name: {k: v for k, v in (("internal", c.internal_ip), ("egress", c.egress_ip),
-                                                     ("operator", c.operator_ip)) if v} for c in placements(p)},
+                                                     ("data", c.data_ip), ("operator", c.operator_ip)) if v}
+                          for c in placements(p)},
             "ports": p.ports,
             "images": self.images.ids,
             "host_units": self.host_units.receipt if self.host_units else "off",
@@ -94,7 +96,7 @@ class Experiment(pulumi.ComponentResource):
             images=sorted(self.images.by_name), worker_images=[p.worker_image(t) for t in p.tasks],
             revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
             checkout_revision=self.revision,
-            subnets=[str(n) for n in (p.internal_network, p.egress_network, p.operator_network) if n],
+            subnets=[str(n) for n in networks(p).values()],
             networks=sorted(network_names(p).values()), ports=sorted(p.ports.values()), limits=p.limits,
         ), self.opts(data, self.networks, self.images, self.host_units), args="host", once_per_run=p.run_id,
             late={"host_units_receipt": self.host_units.receipt} if self.host_units else None)
@@ -137,15 +139,20 @@ class Experiment(pulumi.ComponentResource):
                 self.opts(last), args="task", triggers=[p.eval_attempt]))
         finish = Step(f"{name}-manifest-finish", "manifest", manifest_inputs, self.opts(*copies), args="finish",
                       triggers=[p.eval_attempt])
+        report = Step(f"{name}-report", "report", si.Inputs(run_dir=self.run_dir), self.opts(finish), args="step",
+                      triggers=[p.eval_attempt], receipt="report")
         # The run's last step, so the first a destroy deletes: its delete refuses while results would be lost.
         Step(f"{name}-{PRESERVE_RUN}", "preserve", si.PreserveInputs(
             run_dir=self.run_dir, task_id=None, copy_dir=self.copy_dir,
             archive_dirs={a: d for t in p.tasks for a, d in self._archives(t).items()}, guard=self.data_inputs),
-            self.opts(finish), args="run", triggers=[p.eval_attempt], receipt=PRESERVE_RUN,
+            self.opts(report), args="run", triggers=[p.eval_attempt], receipt=PRESERVE_RUN,
             delete=f"{Step.python()} -m scripts.preserve guard")
 
+        # the gate runs after `up` (scripts/gate.py); the next `up` shows its verdict here
         return pulumi.Output.all(manifest.receipt, finish.receipt, *[s.receipt for s in scores]).apply(
-            lambda r: records.provenance(p.profile, p.run_id, p.digest(), r[0], list(r[2:]), r[1]).model_dump(mode="json"))
+            lambda r: records.provenance(p.profile, p.run_id, p.digest(), r[0], list(r[2:]), r[1],
+                                         records.read_record(RunDir.of(p).gate, records.GateResult),
+                                         ).model_dump(mode="json"))
 
     def _archives(self, task: str) -> dict[str, str]:
         """Each agent of a task, and the directory its archive is sealed into in this run."""
@@ -172,16 +179,21 @@ class Experiment(pulumi.ComponentResource):
             self.opts(*after), secrets=gitea_password)
         team = Team(f"{name}-{slug}", p, task, self.networks, self.images, secrets, [seed], self.opts())
         self.teams.append(team)
+        wake = Step(f"{name}-{slug}-wake", "wake", si.WakeInputs(
+            **base, workers=dict(zip(archives, p.task_budget.worker_offsets))), self.opts(team))
         kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", si.KickoffInputs(
             **chat, prompt=str(self.checkout / "prompts" / "kickoff.md"), budget_s=p.task_budget.budget_s,
-            kickoff_s=p.task_budget.kickoff_s), self.opts(team), secrets=mattermost)
+            kickoff_s=p.task_budget.kickoff_s), self.opts(wake), secrets=mattermost)
         export = Step(f"{name}-{slug}-export", "export", si.GiteaInputs(**base, **self._gitea(task)), self.opts(kickoff),
                       secrets=gitea_password)
         reminders = Step(f"{name}-{slug}-reminders", "reminders", si.RemindersInputs(**chat, minutes=p.reminder_minutes),
                          self.opts(kickoff), secrets=mattermost)
+        nudges = Step(f"{name}-{slug}-nudges", "nudges", si.NudgesInputs(
+            **chat, workers=dict(zip(archives, self._archives(task))), idle_nudge_s=p.idle_nudge_s,
+            idle_check_s=p.idle_check_s), self.opts(kickoff), secrets=mattermost)
         return Step(f"{name}-{slug}-shutdown", "shutdown", si.ShutdownInputs(
             **base, grace_s=p.export_grace_s, workers=archives, routers=[c.name for c in members(p, task, "router")]),
-            self.opts(export, reminders))
+            self.opts(export, reminders, nudges))
 
     def _baseline_task(self, task: str, after: list[Any]) -> Step:
         """Seed the host workspace -> worker and snapshot sidecar -> stop at the deadline (archive, commit the rest,

@@ -1,5 +1,6 @@
-"""Networks: the team's internal network and the egress network (only the egress proxy joins both), and for a
-team that publishes operator ports the operator network those services join (see addressing.derived_operator)."""
+"""Networks: the team's internal network and the egress network (only the egress proxy joins both); for a team the
+data network, where only the database and its users meet (never a worker); and for a team that publishes operator
+ports the operator network those services join (see addressing.derived_operator)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pulumi
 import pulumi_docker as docker
 
 from .profile import Profile
-from .topology import network_names
+from .topology import network_names, networks
 
 
 def docker_labels(labels: dict[str, str]) -> list[dict[str, str]]:
@@ -15,23 +16,17 @@ def docker_labels(labels: dict[str, str]) -> list[dict[str, str]]:
 
 
 class Networks(pulumi.ComponentResource):
-    internal: docker.Network
-    egress: docker.Network
-    operator: docker.Network | None
+    by_kind: dict[str, docker.Network]  # internal, egress, and for a team data (and operator when ports are published)
 
     def __init__(self, name: str, profile: Profile, opts: pulumi.ResourceOptions | None = None):
         super().__init__("agensh:index:Networks", name, None, opts)
         names = network_names(profile)
-
-        def network(kind: str, subnet: str, internal: bool) -> docker.Network:
-            return docker.Network(
-                f"{name}-{kind}", name=names[kind], internal=internal,
-                ipam_configs=[docker.NetworkIpamConfigArgs(subnet=subnet)],
-                labels=docker_labels(profile.labels(f"{kind}-network")),
-                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
-
-        self.internal = network("internal", str(profile.internal_network), True)
-        self.egress = network("egress", str(profile.egress_network), profile.egress_internal)
-        op = profile.operator_network
-        self.operator = network("operator", str(op), False) if op else None
-        self.register_outputs({"internal": self.internal.name, "egress": self.egress.name})
+        # only the operator network (published ports) and a real gateway's egress reach outside
+        outside = {"operator": True, "egress": not profile.egress_internal}
+        self.by_kind = {kind: docker.Network(
+            f"{name}-{kind}", name=names[kind], internal=not outside.get(kind, False),
+            ipam_configs=[docker.NetworkIpamConfigArgs(subnet=str(subnet))],
+            labels=docker_labels(profile.labels(f"{kind}-network")),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
+            for kind, subnet in networks(profile).items()}
+        self.register_outputs({kind: n.name for kind, n in self.by_kind.items()})

@@ -193,6 +193,29 @@ class Profile(BaseModel):
         return addressing.derived_operator(self.subnet_octet) if self.kind == "team" and self.publish_ports else None
 
     @property
+    def data_network(self) -> ipaddress.IPv4Network | None:
+        """A team's database network (MySQL, Gitea, Mattermost, routers; never a worker); a baseline has none."""
+        if self.kind != "team":
+            return None
+        net = addressing.derived_data(self.subnet_octet, addressing.data_slots(len(self.tasks), self.workers))
+        if net is None:
+            raise ValueError("team too large for a derived data network")
+        return net
+
+    def member_ip(self, task: str, role: str, n: int, internal: ipaddress.IPv4Network | None = None) -> str:
+        """Address of task `task`'s router or worker number n (1-based) on the internal network (pass the network
+        when asking for many: it is derived on each access)."""
+        slot = addressing.TeamSlot(self.workers)
+        index = slot.router_index if role == "router" else slot.worker_index
+        return addressing.host(internal or self.internal_network, index(self.tasks.index(task), n - 1))
+
+    def router_data_ip(self, task: str, n: int, data: ipaddress.IPv4Network | None = None) -> str:
+        """Address of task `task`'s router number n on the data network."""
+        net = data or self.data_network
+        assert net is not None, "a baseline has no data network"
+        return addressing.host(net, addressing.TeamSlot(self.workers).router_data_index(self.tasks.index(task), n - 1))
+
+    @property
     def ports(self) -> dict[str, int]:
         """Operator ports on 127.0.0.1, by role."""
         if not self.operator_network:
@@ -383,11 +406,16 @@ def _check_subnets(p: Profile) -> list[tuple[str, str]]:
     if "egress_subnet" not in nets and p.egress_subnet is None:
         nets["egress_subnet"] = p.egress_network
     internal, egress = nets.get("internal_subnet"), nets.get("egress_subnet")
-    operator = p.operator_network
-    if operator is not None:
+    derived = {"operator network (10.<subnet_octet>.254.0/24)": p.operator_network}
+    if p.kind == "team":
+        data = addressing.derived_data(p.subnet_octet, addressing.data_slots(len(p.tasks), p.workers))
+        if data is None:
+            out.append(("workers", "the routers do not fit the data network (10.<subnet_octet>.128.0/18)"))
+        derived["data network (10.<subnet_octet>.128.0/N)"] = data
+    for name, other in derived.items():
         for key, net in (("internal_subnet", internal), ("egress_subnet", egress)):
-            if net is not None and net.overlaps(operator):
-                out.append((key, f"{net} overlaps the operator network {operator} (10.<subnet_octet>.254.0/24)"))
+            if other is not None and net is not None and net.overlaps(other):
+                out.append((key, f"{net} overlaps the {name}: {other}"))
     if internal is not None and internal.num_addresses < p.slots:
         out.append(("internal_subnet", f"{internal} holds {internal.num_addresses} addresses; the profile needs {p.slots}"))
     if internal is not None and egress is not None and internal.overlaps(egress):

@@ -88,6 +88,7 @@ class Manifest(Record):
     scheduled_start: str | None = None  # the profile's start_at
     actual_start: str | None = None  # when the launch began: the scheduled service's record, else `written`
     launched_by: str | None = None  # the systemd unit of a scheduled launch; None when launched by hand
+    gate: GateResult | None = None  # the calibration gate, once `scripts.gate` judged this run
 
 
 class ManifestStart(Record):
@@ -118,6 +119,22 @@ class SeedResult(Record):
     main_protection: BranchProtection | None = None  # None: main is not protected (the seed warns)
 
 
+class Wake(Record):
+    worker: str
+    due_epoch: float
+    at_epoch: float
+    late_s: float
+    already_awake: bool = False  # found running (a resumed ramp)
+
+
+class WakeResult(Record):
+    """The ramp as it happened: each worker started at its offset (REQUIREMENTS 29), with how late."""
+
+    ramp_start_epoch: float
+    wakes: list[Wake]
+    events: list[Event]
+
+
 class KickoffResult(Record):
     ramp_start: str
     ramp_start_epoch: float
@@ -131,6 +148,20 @@ class RemindersResult(Record):
     posted: list[int]
     skipped: list[int]
     deadline: str
+
+
+class Nudge(Record):
+    worker: str
+    agent: str
+    at_epoch: float
+    idle_s: float
+
+
+class NudgesResult(Record):
+    """The idle watchdog's nudges of one task (REQUIREMENTS 30)."""
+
+    nudges: list[Nudge]
+    events: list[Event]
 
 
 class ExportResult(Record):
@@ -182,6 +213,10 @@ class PreserveResult(Record):
     skipped: list[str] = Field(default_factory=list)  # links and special files agents left: never followed
 
 
+class ReportResult(Record):
+    page: str  # report.html
+
+
 class BaselineSeedResult(Record):
     workspace: str
     commit: str
@@ -218,9 +253,10 @@ class Receipt(BaseModel, Generic[R]):
 # The result model of each step, by its receipt name.
 RESULTS: dict[str, type[Record]] = {
     "preflight-host": PreflightResult, "preflight-model": PreflightResult, "manifest-start": ManifestStart,
-    "manifest-finish": ManifestFinish, "seed": SeedResult, "kickoff": KickoffResult, "reminders": RemindersResult,
-    "export": ExportResult, "shutdown": ShutdownResult, "evaluate": EvaluateResult, "score": Score,
+    "manifest-finish": ManifestFinish, "seed": SeedResult, "wake": WakeResult, "kickoff": KickoffResult,
+    "reminders": RemindersResult, "nudges": NudgesResult, "export": ExportResult, "shutdown": ShutdownResult, "evaluate": EvaluateResult, "score": Score,
     "baseline-seed": BaselineSeedResult, "preserve-task": PreserveResult, "preserve-run": PreserveResult,
+    "report": ReportResult,
 }
 
 
@@ -326,6 +362,9 @@ class GateResult(Record):
     programbench_version: str
 
 
+Manifest.model_rebuild()
+
+
 # --- provenance ------------------------------------------------------------------------------------------------
 class TaskScore(Record):
     score: float | None
@@ -342,16 +381,17 @@ class Provenance(Record):
     manifest: Manifest | None
     scores: dict[str, TaskScore]
     result: ManifestFinish | None
+    gate: GateResult | None = None  # the calibration gate's verdict on this run, when it was judged
 
 
 def provenance(profile: str, run_id: str, digest: str, manifest: Receipt[Any] | None, scores: list[Receipt[Any] | None],
-               finish: Receipt[Any] | None) -> Provenance:
+               finish: Receipt[Any] | None, gate: GateResult | None = None) -> Provenance:
     return Provenance(
         profile=profile, run_id=run_id, profile_digest=digest,
         manifest=manifest.result.manifest if manifest and manifest.result else None,
         scores={s.result.task_id: TaskScore(score=s.result.score, complete=s.result.complete, problems=s.result.problems)
                 for s in scores if s and s.result},
-        result=finish.result if finish else None)
+        result=finish.result if finish else None, gate=gate)
 
 
 def dumps(model: BaseModel) -> str:

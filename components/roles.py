@@ -8,7 +8,9 @@ workers get the local proxy credential and nothing else secret (REQUIREMENTS 13)
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal
 
 from . import addressing, contract
@@ -19,7 +21,8 @@ if TYPE_CHECKING:
     from .topology import Placement
 
 HTTP_PORT = 8080
-Network = Literal["internal", "egress", "operator"]
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+Network = Literal["internal", "egress", "operator", "data"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class ServiceSpec:
     one_shot: bool = False  # runs to completion (bootstrap)
     sandboxed: bool = False  # agent-controlled: drops every capability and may not gain privileges
     stopped_on_purpose: bool = False  # must_run off: stopped at shutdown, not recreated
+    woken: bool = False  # created stopped; the wake step starts it at its ramp offset
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,12 @@ def address(p: Profile, role: str) -> str:
     return addressing.service_ip(p.internal_network, slot)
 
 
+def database(p: Profile) -> str:
+    """host:port of the database on the data network (the only network it joins besides the operator's)."""
+    assert p.data_network is not None and ROLES["mysql"].slot is not None
+    return f"{addressing.service_ip(p.data_network, ROLES['mysql'].slot)}:{ROLES['mysql'].port}"
+
+
 def data(p: Profile, *parts: str) -> str:
     return str(ProfileDir.of(p).data(*parts))
 
@@ -94,9 +104,12 @@ def member_env(p: Profile, c: Placement) -> dict[str, str]:
 # --- the spec of each role ----------------------------------------------------------------------------------
 def mysql(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
-        image=p.mysql_image, env={"MYSQL_DATABASE": contract.GITEA_DATABASE},  # Gitea does not create its database
-        secret_env={"MYSQL_ROOT_PASSWORD": "mysql_root_password"},
-        mounts=(Mount(data(p, "mysql"), "/var/lib/mysql"),),
+        image=p.mysql_image, env={"MYSQL_DATABASE": contract.GITEA_DATABASE,  # Gitea does not create its database
+                                  "MYSQL_ROUTER_USER": contract.ROUTER_DB},
+        secret_env={"MYSQL_ROOT_PASSWORD": "mysql_root_password", "MYSQL_ROUTER_PASSWORD": "mysql_router_password"},
+        mounts=(Mount(data(p, "mysql"), "/var/lib/mysql"),
+                Mount(str(SCRIPTS / "mysql_router_user.sh"), "/docker-entrypoint-initdb.d/agensh-router-user.sh",
+                      read_only=True)),
         command=("mysqld", f"--max-connections={p.mysql_max_connections}"),
         healthcheck=("CMD", "mysqladmin", "ping", "-h", "127.0.0.1"))
 
@@ -105,7 +118,7 @@ def gitea(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
         image=p.gitea_image,
         env={"GITEA__security__INSTALL_LOCK": "true", "GITEA__database__DB_TYPE": "mysql",
-             "GITEA__database__HOST": f"{address(p, 'mysql')}:{ROLES['mysql'].port}",
+             "GITEA__database__HOST": database(p),
              "GITEA__database__USER": "root", "GITEA__database__NAME": contract.GITEA_DATABASE,
              "GITEA__server__ROOT_URL": f"{url(p, 'gitea')}/", "GITEA__actions__ENABLED": "false",
              "GITEA_ADMIN_USER": contract.ADMIN_USER},
@@ -117,7 +130,7 @@ def mattermost(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
         image=p.mattermost_image,
         env={"MM_TEAMSETTINGS_MAXUSERSPERTEAM": str(p.mm_max_users_per_team), "MM_SQLSETTINGS_DRIVERNAME": "mysql",
-             "MM_SQLSETTINGS_DATASOURCE_HOST": f"{address(p, 'mysql')}:{ROLES['mysql'].port}",
+             "MM_SQLSETTINGS_DATASOURCE_HOST": database(p),
              "MM_SERVICESETTINGS_SITEURL": url(p, "mattermost")},
         secret_env={"MM_SQLSETTINGS_PASSWORD": "mysql_root_password",
                     "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password"},
@@ -131,7 +144,13 @@ def board(p: Profile, c: Placement) -> ServiceSpec:
 
 
 def secret_service(p: Profile, c: Placement) -> ServiceSpec:
-    return ServiceSpec(image=p.image("secret-service"), env={"SECRET_SERVICE_TOKENS_DIR": "/tokens", "PORT": str(HTTP_PORT)},
+    """The token service; SECRET_SERVICE_CALLERS tells it the one address each agent's token may go to."""
+    internal = p.internal_network
+    callers = {contract.agent_id(t, n): p.member_ip(t, "worker", n, internal)
+               for t in p.tasks for n in range(1, p.workers + 1)}
+    return ServiceSpec(image=p.image("secret-service"),
+                       env={"SECRET_SERVICE_TOKENS_DIR": "/tokens", "PORT": str(HTTP_PORT),
+                            "SECRET_SERVICE_CALLERS": json.dumps(callers, sort_keys=True)},
                        mounts=(Mount(data(p, "tokens"), "/tokens", read_only=True),), healthcheck=http_check(HTTP_PORT))
 
 
@@ -164,9 +183,9 @@ def router(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
         image=p.image("mini-router"), memory_mb=p.router_memory_gib * contract.GIB_MB, stopped_on_purpose=True,
         env={**member_env(p, c), "MINI_ROUTER_STUCK_MS": str(p.mini_router_stuck_ms), "PORT": str(HTTP_PORT),
-             "MYSQL_HOST": address(p, "mysql"), "MYSQL_MAX_POOL": str(contract.CONNECTIONS_PER_ROUTER),
-             "IDLE_NUDGE_S": str(p.idle_nudge_s), "IDLE_CHECK_S": str(p.idle_check_s)},
-        secret_env={"MYSQL_PASSWORD": "mysql_root_password"}, healthcheck=http_check(HTTP_PORT))
+             "MYSQL_HOST": database(p).split(":")[0], "MYSQL_MAX_POOL": str(contract.CONNECTIONS_PER_ROUTER),
+             "MYSQL_USER": contract.ROUTER_DB, "MYSQL_DATABASE": contract.ROUTER_DB},
+        secret_env={"MYSQL_PASSWORD": "mysql_router_password"}, healthcheck=http_check(HTTP_PORT))
 
 
 def worker(p: Profile, c: Placement) -> ServiceSpec:
@@ -176,11 +195,10 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
     team = p.kind == "team"
     return ServiceSpec(
         image=p.worker_image(c.task), memory_mb=p.worker_memory_gib * contract.GIB_MB, user=contract.WORKER_USER,
-        stopped_on_purpose=True, sandboxed=True,
+        stopped_on_purpose=True, sandboxed=True, woken=team,
         env={**member_env(p, c), **model_env(p), "TOKEN_SERVICE_URL": url(p, "secret-service"),
              "LLM_PROXY_URL": url(p, "egress-proxy"),
              "ROUTER_URL": f"http://{c.router_ip}:{HTTP_PORT}" if team else "",
-             "PBENCH_WAKE_OFFSET_S": str(p.task_budget.worker_offsets[c.index - 1]),
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
              "TEAM_REPO": contract.team_repo(c.task), "WORKERS": str(p.workers),
              "BASELINE": "0" if team else "1", "REFERENCE_BINARY": contract.REFERENCE_BINARY},
@@ -207,16 +225,16 @@ def snapshot(p: Profile, c: Placement) -> ServiceSpec:
 
 # The table. Platform roles are listed in start order; `slot` fixes their addresses for good (never renumber).
 ROLES: dict[str, Role] = {r.name: r for r in (
-    Role("mysql", mysql, port=3306, slot=0, operator_port=4),
-    Role("gitea", gitea, port=3000, slot=1, operator_port=0, after=("mysql",)),
-    Role("mattermost", mattermost, port=8065, slot=2, operator_port=1, after=("mysql",)),
+    Role("mysql", mysql, port=3306, networks=("data",), slot=0, operator_port=4),
+    Role("gitea", gitea, port=3000, networks=("internal", "data"), slot=1, operator_port=0, after=("mysql",)),
+    Role("mattermost", mattermost, port=8065, networks=("internal", "data"), slot=2, operator_port=1, after=("mysql",)),
     Role("board", board, slot=3, operator_port=2),
     Role("secret-service", secret_service, slot=4, operator_port=3),
     Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, kinds=("team", "baseline"),
          model_path=True),
     Role("model", model, networks=("egress",), kinds=(), model_path=True),  # only with model_standin (the demo)
     Role("bootstrap", bootstrap, slot=6, after=("gitea", "mattermost", "secret-service")),
-    Role("router", router, per_task=True),
+    Role("router", router, networks=("internal", "data"), per_task=True),
     Role("worker", worker, per_task=True, kinds=("team", "baseline")),
     Role("snapshot", snapshot, networks=(), per_task=True, kinds=("baseline",)),
 )}

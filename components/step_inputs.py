@@ -74,6 +74,10 @@ class SeedInputs(GiteaInputs):
     archive_dirs: list[str]
 
 
+class WakeInputs(TaskInputs):
+    workers: dict[str, float]  # container name -> seconds after the ramp's start, in wake order
+
+
 class MattermostInputs(TaskInputs):
     mattermost_url: str
     mattermost_user: str
@@ -87,6 +91,12 @@ class KickoffInputs(MattermostInputs):
 
 class RemindersInputs(MattermostInputs):
     minutes: list[int]
+
+
+class NudgesInputs(MattermostInputs):
+    workers: dict[str, str]  # container name -> agent id
+    idle_nudge_s: int
+    idle_check_s: int
 
 
 class ShutdownInputs(TaskInputs):

@@ -21,27 +21,28 @@ class Placement:
     internal_ip: str | None
     egress_ip: str | None = None
     operator_ip: str | None = None  # services with operator ports (see addressing.derived_operator)
+    data_ip: str | None = None  # the database and its users (see addressing.derived_data)
     task: str | None = None
     index: int | None = None  # worker/router number, 1-based
     router_ip: str | None = None  # a team worker's own router
     labels: dict[str, str] = field(default_factory=dict)
 
 
+def networks(p: Profile) -> dict[str, ipaddress.IPv4Network]:
+    """The profile's networks by kind (each derived once here)."""
+    nets = {"internal": p.internal_network, "egress": p.egress_network, "operator": p.operator_network,
+            "data": p.data_network}
+    return {k: n for k, n in nets.items() if n is not None}
+
+
 def network_names(p: Profile) -> dict[str, str]:
-    kinds = ["internal", "egress"] + (["operator"] if p.operator_network else [])
-    return {k: contract.resource_name(p.profile, k) for k in kinds}
-
-
-def member_ip(p: Profile, task: str, role: str, n: int, net: ipaddress.IPv4Network | None = None) -> str:
-    """Address of task `task`'s router or worker number n (1-based); `net`: the internal network, when known."""
-    slot = addressing.TeamSlot(p.workers)
-    index = slot.router_index if role == "router" else slot.worker_index
-    return addressing.host(net or p.internal_network, index(p.tasks.index(task), n - 1))
+    return {k: contract.resource_name(p.profile, k) for k in networks(p)}
 
 
 def placements(p: Profile) -> list[Placement]:
     """Every container of the profile, platform first, then routers and workers task by task."""
-    internal, egress, operator = p.internal_network, p.egress_network, p.operator_network
+    nets = networks(p)
+    internal, egress, operator, data = nets["internal"], nets["egress"], nets.get("operator"), nets.get("data")
     out: list[Placement] = []
     for role in platform_roles(p):
         egress_host = {"egress-proxy": addressing.EGRESS_PROXY_EGRESS_HOST,
@@ -52,16 +53,18 @@ def placements(p: Profile) -> list[Placement]:
             egress_ip=addressing.host(egress, egress_host) if "egress" in role.networks and egress_host else None,
             operator_ip=addressing.service_ip(operator, role.slot)
             if operator is not None and role.operator_port is not None and role.slot is not None else None,
+            data_ip=addressing.service_ip(data, role.slot) if data is not None and "data" in role.networks else None,
             labels=p.labels(role.name)))
     team = p.kind == "team"
     for task in p.tasks:
         for n in range(1, p.workers + 1):
-            router_ip = member_ip(p, task, "router", n, internal) if team else None
+            router_ip = p.member_ip(task, "router", n, internal) if team else None
             if team:
                 out.append(Placement(name=contract.member_name(p.profile, task, "router", n), role="router", task=task,
-                                     index=n, internal_ip=router_ip, labels=p.labels("router", task)))
+                                     index=n, internal_ip=router_ip, data_ip=p.router_data_ip(task, n, data),
+                                     labels=p.labels("router", task)))
             out.append(Placement(name=contract.member_name(p.profile, task, "worker", n), role="worker", task=task,
-                                 index=n, internal_ip=member_ip(p, task, "worker", n, internal), router_ip=router_ip,
+                                 index=n, internal_ip=p.member_ip(task, "worker", n, internal), router_ip=router_ip,
                                  labels=p.labels("worker", task)))
         if p.kind in ROLES["snapshot"].kinds:
             out.append(Placement(name=contract.resource_name(p.profile, f"{contract.task_slug(task)}-snapshot"),

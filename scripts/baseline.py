@@ -50,7 +50,7 @@ def seed(a: BaselineSeedInputs) -> BaselineSeedResult:
         git("init", "-q", "-b", "main")
         git("add", "-A")
         git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace")
-        progress(f"baseline: seeded {len(files)} files into {ws}")
+        progress(f"baseline: seeded {len(files)} files into the workspace")
     started = time.time()
     write_atomic(rd.provenance, {**a.provenance, "seeded_at": iso(started)})
     status(rd, "running", deadline=iso(started + a.budget_s))

@@ -18,7 +18,7 @@ from pathlib import Path
 from components import contract
 from components.profile import parse_profile
 from components.roles import spec
-from components.topology import network_names, placements
+from components.topology import network_names, networks, placements
 from scripts.sandbox import ROOT, isolated_env, profile_config, project_copy
 
 
@@ -43,7 +43,7 @@ def plain_docker(workers: int, data: Path) -> float:
     p = parse_profile(raw | {"agensh_checkout": str(ROOT / "stacks" / "demo"), "profile": f"plain-w{workers}",
                              "subnet_octet": 245})
     nets = network_names(p)
-    subnets = {"internal": p.internal_network, "egress": p.egress_network}
+    subnets = networks(p)
     made: list[str] = []
     t0 = time.monotonic()
     try:
@@ -52,9 +52,11 @@ def plain_docker(workers: int, data: Path) -> float:
                             "--label", "agensh.bench=plain", name], check=True, capture_output=True)
         for c in placements(p):
             s = spec(p, c)
+            attached = {k: ip for k, ip in (("internal", c.internal_ip), ("data", c.data_ip), ("egress", c.egress_ip))
+                        if ip}
+            first = next(iter(attached))
             args = ["docker", "run", "-d", "--name", c.name, "--label", "agensh.bench=plain", "--hostname", c.role,
-                    "--network", nets["internal" if c.internal_ip else "egress"],
-                    "--ip", c.internal_ip or c.egress_ip or ""]
+                    "--network", nets[first], "--ip", attached[first]]
             for k, v in s.env.items():
                 args += ["-e", f"{k}={v}"]
             for k in s.secret_env:
@@ -67,8 +69,8 @@ def plain_docker(workers: int, data: Path) -> float:
             args += list(s.command or [])
             subprocess.run(args, check=True, capture_output=True)
             made.append(c.name)
-            if c.internal_ip and c.egress_ip:
-                subprocess.run(["docker", "network", "connect", "--ip", c.egress_ip, nets["egress"], c.name],
+            for kind, ip in list(attached.items())[1:]:
+                subprocess.run(["docker", "network", "connect", "--ip", ip, nets[kind], c.name],
                                check=True, capture_output=True)
         return time.monotonic() - t0
     finally:

@@ -49,7 +49,7 @@ def evaluate(a: EvaluateInputs) -> EvaluateResult:
                PBENCH_EVAL_NETWORK="none", PBENCH_EVAL_LABEL=f"{contract.PROFILE_LABEL}={a.profile}")
     if a.blob_dir:
         env["PROGRAMBENCH_BLOB_DIR"] = str(Path(a.blob_dir).expanduser())
-    progress(f"evaluate: programbench eval {task} ({cpus} CPUs; log: {rd.evaluate_log(task)})")
+    progress(f"evaluate: programbench eval on {cpus} CPUs (log: {rd.evaluate_log(task).name})")
     started = time.monotonic()
     with open(rd.evaluate_log(task), "a") as log:
         rc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode

@@ -68,7 +68,7 @@ def export(a: GiteaInputs, password: str) -> ExportResult:
             if not source.is_dir():
                 raise StepFailed(f"export failed and no preserved repository at {source}: {err}",
                                  marker=EXPORT_FAILED) from None
-            progress(f"export: Gitea unreachable ({err}); recovering main from the preserved {source}")
+            progress("export: Gitea unreachable; recovering main from its preserved repository")
             recovered_from = str(source)
         head = git("rev-parse", "main", cwd=source)
         files = git("ls-tree", "-r", "--name-only", head, cwd=source).splitlines()
@@ -77,8 +77,8 @@ def export(a: GiteaInputs, password: str) -> ExportResult:
         git("archive", "--format=tar.gz", "-o", str(part), head, cwd=source)
         part.replace(out)
     if "compile.sh" not in files:
-        progress("export: warning: no compile.sh at the repository root; the evaluation will fail to compile")
-    progress(f"export: {a.repo} main {head[:12]} ({len(files)} files) -> {out}")
+        progress("export: warning: no compile.sh at the root; the evaluation will fail to compile")
+    progress(f"export: main {head[:12]} ({len(files)} files) exported")
     return ExportResult(submission=str(out), commit=head, files=len(files), exported_at=iso(time.time()),
                         recovered_from=recovered_from)
 

@@ -35,9 +35,12 @@ from typing import Callable, Literal
 
 from programbench.submission import aggregate, score_instance
 
+from components.profile import ProfileError
 from components.records import Comparison, GatePair, GateResult, Host, LoadCheck, LoadReading, Manifest, read_record
-from components.rundir import RunDir
+from components.rundir import CopyDir, ProfileDir, RunDir
+from scripts import preserve
 from scripts.manifest import host_resources
+from scripts.new_stack import load_profile
 from scripts.score import assess, instances
 from scripts.step import now, write_atomic
 
@@ -106,11 +109,15 @@ class RunSource:
 def resolve(arg: str, role: str) -> RunSource:
     """The run source an argument names: a run directory of this project, or a published layout.
 
-    The one place an argument becomes a source: a stack name will resolve here through `pulumi stack output
-    run_dir`."""
+    The one place an argument becomes a source: a directory, or a stack name (its run directory)."""
     path = Path(arg)
     if not path.is_dir():
-        raise BadInput(f"{role} {arg}: not a directory")
+        try:  # a stack of this project: its run directory, from the stack file's plain settings
+            path = RunDir.of(load_profile(arg)).path
+        except (FileNotFoundError, ProfileError):
+            raise BadInput(f"{role} {arg}: neither a directory nor a stack of this project") from None
+        if not path.is_dir():
+            raise BadInput(f"{role} {arg}: the stack's run directory {path} does not exist (not launched yet)")
     rd = RunDir(path.resolve())
     try:
         manifest = read_record(rd.manifest, Manifest)
@@ -213,6 +220,23 @@ def render(result: GateResult) -> str:
     return "\n".join(lines)
 
 
+def record(rd: RunDir, result: GateResult) -> None:
+    """gate.json in the run directory, the verdict in its manifest, and the run's copy brought up to date (so the
+    results stay verified for destroy)."""
+    write_atomic(rd.gate, result)
+    manifest = read_record(rd.manifest, Manifest)
+    if manifest is None:  # a reference used as a candidate has no manifest: gate.json alone
+        return
+    write_atomic(rd.manifest, manifest.model_copy(update={"gate": result}))
+    if manifest.copy_dir:
+        pd = ProfileDir(rd.path.parent)
+        t = preserve.mirror(rd, pd.run_archives(rd.path.name), CopyDir(Path(manifest.copy_dir)), None)
+        preserve.record_sums(CopyDir(Path(manifest.copy_dir)), t.sums)
+        if t.problems:
+            print(f"gate: the run's copy in {manifest.copy_dir} is not verified: {'; '.join(t.problems[:3])}",
+                  file=sys.stderr)
+
+
 def main(argv: list[str] | None = None, host: Callable[[], Host] = host_resources) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.gate", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="candidate run directories of this project")
@@ -234,7 +258,7 @@ def main(argv: list[str] | None = None, host: Callable[[], Host] = host_resource
     except BadInput as err:
         print(f"gate: {err}", file=sys.stderr)
         return BAD_INPUT
-    write_atomic(RunDir(candidates[0].path).gate, result)
+    record(RunDir(candidates[0].path), result)
     print(result.model_dump_json(indent=2) if args.json else render(result))
     return EXIT_CODES[result.verdict]
 

@@ -1,13 +1,12 @@
 """kickoff: after the wake ramp, post the task message (from the checkout's prompts) to the team channel.
 
-The ramp started when the team's containers came up (`ramp_start`, recorded on first run so a resumed `up`
-keeps it); the kickoff waits until `ramp_start + kickoff_s` (last wake + settle + at least 60 s). The receipt
-records the kickoff time and the task's deadline, `ramp_start + budget_s`: the ramp counts against the budget.
+The ramp started when the wake step started the first worker (its receipt); the kickoff waits until
+`ramp_start + kickoff_s` (last wake + settle + at least 60 s). The receipt records the kickoff time and the task's
+deadline, `ramp_start + budget_s`: the ramp counts against the budget.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -15,25 +14,18 @@ from pathlib import Path
 from string import Template
 from typing import Mapping
 
-from components.records import KickoffResult
+from components.records import KickoffResult, WakeResult, result_of
 from components.rundir import RUN_FAILED, RunDir
 from components.step_inputs import KickoffInputs
 from scripts.chat import post_to_team
-from scripts.step import iso, step_main, wait_until, write_atomic
-
-
-def ramp_start(rd: RunDir, task_id: str) -> float:
-    """When the task's ramp started: recorded the first time, read back by every later run."""
-    checkpoint = rd.ramp(task_id)
-    if checkpoint.exists():
-        return float(json.loads(checkpoint.read_text())["ramp_start"])
-    start = time.time()
-    write_atomic(checkpoint, {"ramp_start": start})
-    return start
+from scripts.step import StepFailed, iso, step_main, wait_until
 
 
 def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
-    start = ramp_start(RunDir(Path(a.run_dir)), a.task_id)
+    woke = result_of(RunDir(Path(a.run_dir)), "wake", a.task_id, WakeResult)
+    if woke is None:
+        raise StepFailed("no wake receipt: the team was never woken")
+    start = woke.ramp_start_epoch
     deadline = start + a.budget_s
     wait_until(start + a.kickoff_s, "kickoff")
     message = Template(Path(a.prompt).read_text()).safe_substitute(task_id=a.task_id, deadline=iso(deadline))

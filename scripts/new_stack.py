@@ -86,6 +86,16 @@ def plain_settings(config: dict[str, Any]) -> dict[str, Any]:
             if k.startswith(prefix) and not (isinstance(v, dict) and set(v) == {"secure"})}
 
 
+def load_profile(stack: str) -> Profile:
+    """A stack's profile from its file, without the passphrase (the secrets are not part of it); ProfileError or
+    FileNotFoundError when there is none."""
+    path = stack_file(stack)
+    if not path.is_file():
+        raise FileNotFoundError(f"no stack file {path}; create the stack with scripts/new_stack.py first")
+    p = parse_profile(plain_settings((yaml.safe_load(path.read_text()) or {}).get("config") or {}))
+    return p.model_copy(update={"agensh_checkout": str(p.checkout_path(ROOT))})
+
+
 def policy_config_path(stack: str) -> Path:
     return ROOT / "stacks" / f"{stack}.policy.json"
 

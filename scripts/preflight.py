@@ -208,8 +208,9 @@ def run_checks(checks: dict[str, Callable[[], str]]) -> PreflightResult:
         except AssertionError as err:
             results[name] = Check(ok=False, detail=str(err))
             failed.append(f"{name}: {err}")
+            progress(f"preflight: {name} failed: {str(err)[:120]}")  # every failure on the console, not just the first
     if failed:
-        raise StepFailed("preflight failed:\n  " + "\n  ".join(failed),
+        raise StepFailed(f"{len(failed)} preflight check(s) failed:\n  " + "\n  ".join(failed),
                          checks={k: v.model_dump() for k, v in results.items()})
     return PreflightResult(checks=results)
 

@@ -125,7 +125,7 @@ def preserve(a: PreserveInputs) -> PreserveResult:
     rd, copy = RunDir(Path(a.run_dir)), CopyDir(Path(a.copy_dir))
     archives = {agent: Path(d) for agent, d in a.archive_dirs.items()}
     what = a.task_id or "the run"
-    progress(f"preserve: copying {what} and {len(archives)} agents' archives to {copy.path}")
+    progress(f"preserve: copying {'the task' if a.task_id else what} and {len(archives)} archives to {copy.path.name}")
     t = mirror(rd, archives, copy, a.task_id)
     record_sums(copy, t.sums)
     if t.problems:

@@ -18,7 +18,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
@@ -28,11 +28,12 @@ from programbench.utils.load_data import get_active_branches, get_ignored_tests
 from pydantic import ValidationError
 
 from components.profile import Profile
-from components.records import (RESULTS, Event, GateResult, Manifest, Receipt, Score, ShutdownResult, parse_receipt,
-                                read_record)
+from components.records import (RESULTS, Event, GateResult, Manifest, Receipt, ReportResult, Score, ShutdownResult,
+                                parse_receipt, read_record)
 from components.rundir import MARKERS, RunDir
+from components.step_inputs import Inputs
 from scripts.score import assess, instances
-from scripts.step import StepFailed, epoch
+from scripts.step import StepFailed, epoch, file_digest, load_inputs, progress, run_step
 from scripts.timeline import plot_svg, task_events
 
 SHOWN_TESTS = 40  # non-passing tests listed per branch
@@ -306,7 +307,26 @@ def report(run_dirs: list[Path], out: Path | None = None) -> Path:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def step(env: Mapping[str, str]) -> int:
+    """The report step of a run (after the manifest is finished): `report.html`, again whenever the results change."""
+    a = load_inputs(Inputs, env)
+    rd = RunDir(Path(a.run_dir))
+
+    def body() -> ReportResult:
+        try:
+            page = report([rd.path])
+        except ReportError as err:
+            raise StepFailed(str(err)) from None
+        progress(f"report: {page.name} written")
+        return ReportResult(page=str(page))
+
+    return run_step("report", rd, None, a, body, extra_digest={"index": file_digest(rd.index),
+                                                               "manifest": file_digest(rd.manifest)})
+
+
+def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
+    if (argv if argv is not None else sys.argv[1:]) == ["step"]:
+        return step(env)
     parser = argparse.ArgumentParser(prog="python -m scripts.report", description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     parser.add_argument("-o", "--output", type=Path, help="the page (default: RUN_DIR/report.html for one run)")

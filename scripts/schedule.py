@@ -35,12 +35,10 @@ import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
-
 from components import contract
-from components.profile import Profile, ProfileError, parse_profile
+from components.profile import Profile, ProfileError
 from components.rundir import RunDir
-from scripts.new_stack import plain_settings, stack_file
+from scripts import new_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 UNITS_SCRIPT = ROOT / "scripts" / "schedule_units.sh"
@@ -63,11 +61,10 @@ def unit_name(stack: str) -> str:
 
 
 def load_profile(stack: str) -> Profile:
-    path = stack_file(stack)
-    if not path.is_file():
-        raise Refused(f"no stack file {path}; create the stack with scripts/new_stack.py first")
     try:
-        return parse_profile(plain_settings((yaml.safe_load(path.read_text()) or {}).get("config") or {}))
+        return new_stack.load_profile(stack)
+    except FileNotFoundError as err:
+        raise Refused(str(err)) from None
     except ProfileError as err:
         raise Refused(f"stack {stack}: {err}") from None
 

@@ -51,7 +51,7 @@ def main_protection(gitea: str, repo: str, auth: tuple[str, str]) -> BranchProte
     _, rules, _ = request("GET", f"{gitea}/api/v1/repos/{org}/{repo}/branch_protections", auth=auth)
     rule = next((r for r in rules or [] if r.get("rule_name") == "main"), None)
     if rule is None:
-        progress(f"seed: warning: main of {org}/{repo} has no branch protection: direct pushes are not refused")
+        progress("seed: warning: main has no branch protection: direct pushes are not refused")
         return None
     fields = {k: rule[k] for k in BranchProtection.model_fields if rule.get(k) is not None}  # Gitea sends null for []
     return BranchProtection.model_validate(fields)
@@ -62,7 +62,7 @@ def seed(a: SeedInputs, password: str) -> SeedResult:
     gitea, user, repo = a.gitea_url.rstrip("/"), a.gitea_user, a.repo.split("/")[-1]
     org = contract.TEAM_ORG
     auth = (user, password)
-    progress(f"seed: creating {org}/{repo} in {gitea}")
+    progress(f"seed: creating {org}/{repo}")
     request("POST", f"{gitea}/api/v1/orgs", {"username": org}, auth=auth, ok=(409, 422))
     request("POST", f"{gitea}/api/v1/orgs/{org}/repos", {"name": repo, "default_branch": "main", "auto_init": False},
             auth=auth, ok=(409,))
@@ -74,7 +74,7 @@ def seed(a: SeedInputs, password: str) -> SeedResult:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         files = workspace_from_image(a.cleanroom_image, ws)
-        progress(f"seed: pushing {len(files)} files from {a.cleanroom_image}")
+        progress(f"seed: pushing {len(files)} files of the starting workspace")
         git("init", "-q", "-b", "main", cwd=ws)
         git("add", "-A", cwd=ws)
         git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace", cwd=ws)

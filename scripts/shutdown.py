@@ -42,13 +42,13 @@ def verify(archive_dir: Path) -> ArchiveState:
 
 
 def shutdown(a: ShutdownInputs) -> ShutdownResult:
-    progress(f"shutdown: {len(a.workers)} workers get up to {a.grace_s} s to seal their archives")
+    progress(f"shutdown: {len(a.workers)} workers get up to {a.grace_s} s to seal archives")
     stop(list(a.workers), a.grace_s)
     archives = {name: verify(Path(d)) for name, d in a.workers.items()}
     stop(a.routers, ROUTER_GRACE_S)
     bad = {n: s for n, s in archives.items() if s != "ok"}
     progress(f"shutdown: {len(archives) - len(bad)} of {len(archives)} archives verified"
-             + (f"; not: {', '.join(f'{n} ({s})' for n, s in bad.items())}" if bad else ""))
+             + (f"; {len(bad)} missing or corrupt (see the receipt)" if bad else ""))
     return ShutdownResult(archives=archives, archives_complete=not bad)
 
 

@@ -135,8 +135,8 @@ def exclusive(lock: Path, step: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             fh.seek(0)
-            progress(f"{step}: an earlier run of this step is still going ({fh.read().strip() or 'unknown'}); "
-                     "waiting for it to finish")
+            holder = fh.read().split(" since ")[0].strip() or "unknown"
+            progress(f"{step}: waiting for its earlier run ({holder}) to finish")
             fcntl.flock(fh, fcntl.LOCK_EX)
         fh.seek(0)
         fh.truncate()
@@ -174,10 +174,13 @@ def _run_locked(step: str, rd: RunDir, task_id: str | None, path: Path, key: str
         step=step, task_id=task_id, inputs_digest=key, started=started, finished=now(),
         status="ok" if error is None else "failed", result=result, error=error, marker=marker, details=details)
     write_atomic(path, receipt)
-    print(receipt.model_dump_json())
+    if error is None:  # the receipt is the step's output; a failure's is in its file (the console shows stderr only)
+        print(receipt.model_dump_json())
     took = f"{time.monotonic() - t0:.0f} s"
     if error is not None:
-        progress(f"{step}: FAILED after {took}: {error}")
+        lines = error.splitlines() or [""]
+        more = "..." if len(lines[0]) > 100 or len(lines) > 1 else ""
+        progress(f"{step}: FAILED after {took}: {lines[0][:100]}{more} (receipt: {path.parent.name}/{path.name})")
         return 1
     progress(f"{step}: done in {took}")
     return 0

@@ -52,17 +52,26 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
 
     containers = {r.inputs["name"]: r for r in by_type[CONTAINER]}
     assert len(containers) == 7 + 2 * workers
-    assert len(by_type[NETWORK]) == 3
+    assert len(by_type[NETWORK]) == 4
     assert len(by_type[IMAGE]) == 1 + 3 + 6 + 1  # cleanroom, third-party, shared images, one worker image
-    # profile data, host units, 2 preflights, manifest start/finish, the run's copy; seed..score plus reminders and the
-    # task's copy for the one task
-    assert len(by_type["command:local:Command"]) == 7 + 8
+    # profile data, host units, 2 preflights, manifest start/finish, the report, the run's copy; seed, wake, kickoff,
+    # export, reminders, nudges, shutdown, evaluate, score and the task's copy for the one task
+    assert len(by_type["command:local:Command"]) == 8 + 10
 
     nets = {r.inputs["name"]: r for r in by_type[NETWORK]}
     internal, egress = nets[f"omcgitea-{stack}-internal"], nets[f"omcgitea-{stack}-egress"]
     assert internal.inputs["internal"] is True
     assert internal.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.0.0/24"
     assert egress.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.255.0/24"
+    data = nets[f"omcgitea-{stack}-data"]
+    assert data.inputs["internal"] is True and data.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.128.0/24"
+    on_data = sorted(labels_of(r)["agensh.role"] for r in containers.values()
+                     if f"omcgitea-{stack}-data" in [a["name"] for a in r.inputs["networksAdvanced"]])
+    assert on_data == sorted(["gitea", "mattermost", "mysql", *["router"] * workers])  # the database and its users
+    mysql_nets = [a["name"] for a in containers[f"omcgitea-{stack}-mysql"].inputs["networksAdvanced"]]
+    assert f"omcgitea-{stack}-internal" not in mysql_nets  # workers cannot reach the database
+    holders = [n for n, r in containers.items() if SECRET_VALUES["mysql_root_password"] in repr(r.inputs.get("envs"))]
+    assert sorted(holders) == sorted(f"omcgitea-{stack}-{s}" for s in ("gitea", "mattermost", "mysql"))  # no router
     operator = nets[f"omcgitea-{stack}-operator"]
     assert operator.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.254.0/24" and not operator.inputs.get("internal")
     on_operator = sorted(n for n, r in containers.items()
@@ -142,9 +151,17 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     assert after("experiment-preflight-model", "experiment-platform-egress-proxy")
     assert after(f"{a}-seed", "experiment-preflight-model")
     assert after(f"{a}-worker-1", f"{a}-seed") and after(f"{a}-router-8", f"{a}-seed")
-    assert after(f"{a}-kickoff", f"{a}-worker-8")
+    # the wake step starts the workers (created stopped) at their ramp offsets; the kickoff follows it
+    assert after(f"{a}-wake", f"{a}-worker-8") and after(f"{a}-kickoff", f"{a}-wake")
+    workers = [regs[f"{a}-worker-{n}"] for n in range(1, 9)]
+    assert all(w.inputs["start"] is False and w.inputs["mustRun"] is False for w in workers)
+    assert regs[f"{a}-router-1"].inputs.get("start", True) is True
+    wake = json.loads(unsecret(regs[f"{a}-wake"].inputs["environment"])["AGENSH_INPUT"])
+    assert list(wake["workers"].values()) == [30.0 * n for n in range(8)]
+    assert list(wake["workers"]) == [w.inputs["name"] for w in workers]
     for first, then in (("kickoff", "export"), ("export", "shutdown"), ("shutdown", "evaluate"), ("evaluate", "score"),
-                        ("kickoff", "reminders"), ("reminders", "shutdown")):
+                        ("kickoff", "reminders"), ("reminders", "shutdown"), ("kickoff", "nudges"),
+                        ("nudges", "shutdown")):
         assert after(f"{a}-{then}", f"{a}-{first}")
     # task b starts after task a's shutdown, not after its evaluation: evaluation overlaps the next task
     assert after(f"{b}-seed", f"{a}-shutdown")
@@ -152,7 +169,7 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     # each task's results are copied out once scored; the manifest finishes after every copy, the run's copy is last
     assert after(f"{a}-preserve", f"{a}-score") and after(f"{b}-preserve", f"{b}-score")
     assert after("experiment-manifest-finish", f"{a}-preserve") and after("experiment-manifest-finish", f"{b}-preserve")
-    assert after("experiment-preserve-run", "experiment-manifest-finish")
+    assert after("experiment-report", "experiment-manifest-finish") and after("experiment-preserve-run", "experiment-report")
     # the run's copy is the last step: every resource is something it waits for, so a destroy deletes it first and its
     # delete (the check that every result has its verified copy) runs before anything else is deleted
     by_urn = {r.urn: r for r in regs.values()}

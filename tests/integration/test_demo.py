@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,6 +35,35 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 SLUG = "testorg-calculator-abc1234"
 MAX_CONNECTIONS = 321  # not the profile's default nor MariaDB's, so the query shows the profile's value arrived
+
+
+def reach_from_worker_1(profile: str, proj: Path) -> None:
+    """From inside worker 1, while the team works: the services it needs and its own router answer; worker 2's token,
+    the database, the model, the egress network's gateway and any address outside do not."""
+    raw = yaml.safe_load((proj / "stacks" / f"{profile}.profile.yaml").read_text())["config"]
+    p = parse_profile({k.split(":", 1)[1]: v for k, v in raw.items()})
+    by_role = {(c.role, c.index): c for c in placements(p)}
+    worker = by_role[("worker", 1)].name
+
+    def code(url: str) -> str:
+        out = subprocess.run(["docker", "exec", worker, "curl", "-s", "-o", "/dev/null", "-m", "3", "-w", "%{http_code}",
+                              url], capture_output=True, text=True)
+        return out.stdout.strip() or "000"
+
+    answer = {role: f"http://{by_role[(role, None)].internal_ip}:{ROLES[role].port}{path}" for role, path in (
+        ("egress-proxy", "/healthz"), ("gitea", "/api/healthz"), ("mattermost", "/api/v4/system/ping"),
+        ("board", "/healthz"), ("secret-service", "/healthz"))}
+    answer["own router"] = f"http://{by_role[('worker', 1)].router_ip}:{ROLES['router'].port}/healthz"
+    answer["own token"] = f"http://{by_role[('secret-service', None)].internal_ip}:8080/token/{TASK}-1"
+    for what, url in answer.items():
+        assert code(url) == "200", what
+    refused = {"worker 2's token": f"http://{by_role[('secret-service', None)].internal_ip}:8080/token/{TASK}-2",
+               "the database": f"http://{by_role[('mysql', None)].data_ip}:3306/",
+               "the model": f"http://{by_role[('model', None)].egress_ip}:8080/v1/models",
+               "the egress gateway": f"http://{p.egress_network.network_address + 1}/",
+               "outside": "http://192.0.2.1/"}  # TEST-NET-1: nothing leaves an internal network anyway
+    for what, url in refused.items():
+        assert code(url) in ("000", "403"), what
 
 
 def assert_no_secret(values, *roots: Path) -> None:
@@ -119,31 +149,54 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     run_dir = data / "20261129t000000z"
     kickoff = run_dir / TASK / "receipts" / "kickoff.json"
     deadline = time.time() + 400
+    seen: list[tuple[str, float | None]] = []  # `status --json` while the up runs: (phase, time to the deadline)
+
+    def status() -> None:
+        view = json.loads(run(sys.executable, "-m", "scripts.status", profile, "--json").stdout)["tasks"][0]
+        seen.append((view["phase"], view["time_to_deadline_s"]))
+
     while not kickoff.exists() and first.poll() is None and time.time() < deadline:
-        time.sleep(2)
+        status()
+        time.sleep(0.5)
     assert kickoff.exists(), (proj / "up1.log").read_text()[-3000:]
-    time.sleep(10)  # the export step is now waiting for the task's deadline
+    for _ in range(3):  # the export step is now waiting for the task's deadline
+        status()
+        time.sleep(3)
+    reach_from_worker_1(profile, proj)
     assert first.poll() is None and not (run_dir / TASK / "submission.tar.gz").exists()
+    phases = [phase for phase, _ in seen]
+    assert "ramp" in phases and phases.index("ramp") < phases.index("working"), phases
+    left = [t for phase, t in seen if phase == "working"]
+    assert len(left) >= 2 and left == sorted(left, reverse=True) and left[-1] < left[0], seen
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
     kicked = json.loads(kickoff.read_text())["result"]
     done = steps_in_state()
-    assert {"seed", "kickoff", "preflight-host", "manifest-start"} <= set(done), done
+    assert {"seed", "wake", "kickoff", "preflight-host", "manifest-start"} <= set(done), done
 
     # The next up resumes (after `pulumi cancel` drops the killed run's lock): completed steps stay done (the engine
     # does not create them again), the export waits only for what remains.
     run("pulumi", "cancel", "--yes", "--non-interactive", "-s", profile)
-    run("pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy)
+    second = run("pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy)
     after = steps_in_state()
-    for step in ("seed", "kickoff", "preflight-host", "manifest-start"):
+    for step in ("seed", "wake", "kickoff", "preflight-host", "manifest-start"):
         assert after[step] == done[step], step  # the same resource, never created again
     assert json.loads(kickoff.read_text())["result"] == kicked
     score = json.loads((run_dir / TASK / "score.json").read_text())
     assert score["score"] == 1.0 and score["complete"], (score, worker_logs(profile))
     export = json.loads((run_dir / TASK / "receipts" / "export.json").read_text())["result"]
     assert export["exported_at"] >= kicked["deadline"]
+    final = json.loads(run(sys.executable, "-m", "scripts.status", profile, "--json").stdout)["tasks"][0]
+    assert (final["phase"], final["score"], final["repo"]["merged_pull_requests"]) == ("scored", 1.0, 1)
+    # the steps print one short human line per event: no receipt JSON on the console, no line wider than 160
+    console = (proj / "up1.log").read_text().splitlines() + second.stdout.splitlines()
+    from_steps = [line for line in console if re.match(r"^ [+~-] +command:local:Command \S+ \w+ \(\S+\) \S", line)]
+    too_long = [line for line in from_steps if '{"' in line or len(line) > 160]
+    assert from_steps and not too_long, too_long
+    assert any("wake: worker 2 of 2 awake" in line for line in from_steps)
     outputs = json.loads(run("pulumi", "stack", "output", "--json", "--non-interactive", "-s", profile).stdout)
     assert outputs["provenance"]["scores"][TASK]["score"] == 1.0
+    assert Path(outputs["report"]).is_file() and "1.0000" in Path(outputs["report"]).read_text()
     assert outputs["provenance"]["manifest"]["requested_task_ids"] == [TASK]
     assert env["LLM_UPSTREAM_TOKEN"] not in json.dumps(outputs)
     stats = subprocess.run(["docker", "exec", f"omcgitea-{profile}-model", "curl", "-s", "http://127.0.0.1:8080/stats"],

@@ -227,7 +227,7 @@ def test_candidate_split_over_two_runs_gates_like_one(tmp_path: Path, tasks, cap
 
 def bad_reference(tmp_path: Path, tasks: list[str]) -> tuple[list[str], str]:
     run = make_run(tmp_path / "run", tasks)
-    return [str(run), "--reference", str(tmp_path / "nowhere")], "nowhere: not a directory"
+    return [str(run), "--reference", str(tmp_path / "nowhere")], "nowhere: neither a directory nor a stack"
 
 
 def published_candidate(tmp_path: Path, tasks: list[str]) -> tuple[list[str], str]:
@@ -277,3 +277,27 @@ def test_bad_input_exits_2_naming_it_and_writes_nothing(tmp_path: Path, tasks, c
     out = capsys.readouterr()
     assert named in out.err and out.out == ""
     assert not list(tmp_path.rglob("gate.json")) and not (REFERENCE / "gate.json").exists()
+
+
+def test_a_stack_names_its_run_and_the_verdict_is_recorded_with_it(tmp_path: Path, tasks, capsys, monkeypatch):
+    """A stack name stands for its run directory; the verdict goes into the run's manifest, and the run's verified
+    copy is brought up to date so destroy still finds every file copied."""
+    from scripts import new_stack, preserve
+    from components.rundir import CopyDir, ProfileDir
+
+    monkeypatch.setattr(new_stack, "ROOT", tmp_path)
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.cand.yaml").write_text(json.dumps({"config": {
+        "agensh:profile": "cand", "agensh:run_id": "20261129t000000z", "agensh:tasks": tasks,
+        "agensh:llm_upstream": "http://m.example", "agensh:agensh_checkout": "/x",
+        "agensh:data_root": str(tmp_path / "data"), "agensh:traj_root": str(tmp_path / "traj")}}))
+    rd = RunDir(tmp_path / "data" / "cand" / "20261129t000000z")
+    make_run(rd.path, tasks, clean)
+    copy = CopyDir(tmp_path / "traj" / "cand.20261129t000000z")
+    write_atomic(rd.manifest, manifest(tasks).model_copy(update={"copy_dir": str(copy.path)}))
+    preserve.mirror(rd, {}, copy, None)
+    code = gate.main(["cand", "--reference", str(REFERENCE)], host=lambda: LOW)
+    assert code == 0 and "PASS" in capsys.readouterr().out
+    recorded = Manifest.model_validate_json(rd.manifest.read_text()).gate
+    assert recorded is not None and recorded.verdict == "PASS" and recorded.task_ids == sorted(tasks)
+    assert preserve.problems(rd, ProfileDir(rd.path.parent).run_archives(rd.path.name), copy) == []

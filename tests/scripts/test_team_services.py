@@ -106,12 +106,16 @@ def images(docker_engine: None):
 
 
 def internal_network(name: str):
-    subnet = ipaddress.IPv4Network(f"10.{free_octet()}.0.0/24")
+    """The team network 10.X.0.0/24 (`name`) and, beside it, the data network 10.X.128.0/24 (`name-data`), as the
+    profile derives them: the database sits on the data network only."""
+    octet = free_octet()
+    subnet = ipaddress.IPv4Network(f"10.{octet}.0.0/24")
     docker("network", "create", "--internal", "--subnet", str(subnet), "--label", TEST_LABEL, name)
+    docker("network", "create", "--internal", "--subnet", f"10.{octet}.128.0/24", "--label", TEST_LABEL, f"{name}-data")
     try:
         yield name, subnet
     finally:
-        docker("network", "rm", name, check=False)
+        docker("network", "rm", name, f"{name}-data", check=False)
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +162,7 @@ class Team:
 
     def ip(self, role: str, n: int | None = None) -> str:
         c = self.placements[(role, n)]
-        return c.internal_ip or self.model_ip
+        return c.internal_ip or c.data_ip or self.model_ip
 
     def url(self, role: str, n: int | None = None) -> str:
         return f"http://{self.ip(role, n)}:{ROLES[role].port}"
@@ -174,17 +178,22 @@ class Team:
         for k, key in s.secret_env.items():
             envs[k] = hashlib.sha256(self.secrets[key].encode()).hexdigest() if k.endswith("_SHA256") else self.secrets[key]
         envs.update(env_override)
-        args = ["run", "-d", "--name", c.name, "--network", self.network, "--ip", self.ip(role, n),
+        first = self.network if c.internal_ip or not c.data_ip else f"{self.network}-data"
+        args = ["--name", c.name, "--network", first, "--ip", self.ip(role, n),
                 "--hostname", c.name if ROLES[c.role].per_task else c.role, "--label", TEST_LABEL]
         for k, v in sorted(envs.items()):
             args += ["-e", f"{k}={v}"]
         for m in s.mounts:
-            Path(m.host_path).mkdir(parents=True, exist_ok=True)
+            if not Path(m.host_path).exists():  # a data directory (files, such as init scripts, exist already)
+                Path(m.host_path).mkdir(parents=True)
             args += ["-v", f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}"]
         if s.user:
             args += ["--user", s.user]
-        docker(*args, s.image, *(s.command or ()))
+        docker("create", *args, s.image, *(s.command or ()))
         self.started.append(c.name)
+        if c.internal_ip and c.data_ip:
+            docker("network", "connect", "--ip", c.data_ip, f"{self.network}-data", c.name)
+        docker("start", c.name)
         if wait and s.healthcheck:
             self.healthy(c.name, s.healthcheck, limit)
         return c.name
@@ -299,7 +308,12 @@ def test_token_service_security(team: Team):
     good = secrets.token_hex(16)
     (tokens / f"{TASK}-1.token").write_text(good + "\n")
     (tokens / f"{TASK}-2.token").symlink_to("/etc/passwd")  # a token file resolving outside the store
-    name = team.start("secret-service")
+    (tokens / f"{TASK}-3.token").write_text("someone else's\n")
+    # this test process reaches the service from the network's gateway: let it be agent 1 (as the addressing model
+    # lets each worker's own address be its agent), and every other agent somewhere else
+    gateway = str(team.subnet.network_address + 1)
+    callers = {f"{TASK}-1": gateway, f"{TASK}-2": gateway, f"{TASK}-3": team.ip("worker", 2)}
+    name = team.start("secret-service", SECRET_SERVICE_CALLERS=json.dumps(callers))
     ip = team.ip("secret-service")
     with socket.create_connection((ip, HTTP_PORT), timeout=5) as s:
         status, _, body = raw_request(s, "GET", f"/token/{TASK}-1")
@@ -317,7 +331,28 @@ def test_token_service_security(team: Team):
             assert closed_by_server(s), f"{path}: connection left open"
             assert b"root:" not in body and good.encode() not in body
     out = logs(name)
-    assert "/tokens" not in out and good not in out and "stand-in" in out
+    assert "/tokens" not in out and good not in out and "stand-in" in out and "someone else" not in out
+
+
+def test_a_worker_gets_only_its_own_token(team: Team):
+    """With the project's own SECRET_SERVICE_CALLERS, from inside the team network: worker 1's address gets worker
+    1's token, and nothing of worker 2's."""
+    tokens = team.mount("secret-service", "/tokens")
+    tokens.mkdir(parents=True)
+    for n in (1, 2):
+        (tokens / f"{TASK}-{n}.token").write_text(f"token-of-{n}\n")
+    team.start("secret-service")
+    url = team.url("secret-service")
+
+    def fetch_from(address: str, agent: int) -> str:
+        out = docker("run", "--rm", "--network", team.network, "--ip", address, "--label", TEST_LABEL,
+                     team.images["standin"], "curl", "-s", "-w", " %{http_code}", f"{url}/token/{TASK}-{agent}",
+                     check=False)
+        return out.stdout
+
+    assert fetch_from(team.ip("worker", 1), 1).endswith(" 200") and "token-of-1" in fetch_from(team.ip("worker", 1), 1)
+    theirs = fetch_from(team.ip("worker", 1), 2)
+    assert theirs.endswith(" 403") and "token-of-2" not in theirs
 
 
 def test_board_lifecycle_security(team: Team):
@@ -514,10 +549,12 @@ def remote(t: Team, n: int) -> str:
     return with_user(f"{t.url('gitea')}/{TEAM_ORG}/{SLUG}.git", standin.agent_username(f"{TASK}-{n}"))
 
 
-def mariadb(t: Team, query: str, password: str) -> subprocess.CompletedProcess:
-    """A query from a client container on the team's network, as root over TCP (how Gitea connects)."""
-    return docker("run", "--rm", "--network", t.network, "--label", TEST_LABEL, "-e", f"MYSQL_PWD={password}",
-                  t.images["mysql"], "mariadb", "-h", t.ip("mysql"), "-uroot", "-N", "-B", "-e", query, check=False)
+def mariadb(t: Team, query: str, password: str, user: str = "root", network: str = "-data") -> subprocess.CompletedProcess:
+    """A query from a client container on the data network (or `network` = "" for the team network), over TCP, as
+    Gitea (root) or a router (its own user) connects."""
+    return docker("run", "--rm", "--network", f"{t.network}{network}", "--label", TEST_LABEL, "-e", f"MYSQL_PWD={password}",
+                  t.images["mysql"], "mariadb", "--connect-timeout=3", "-h", t.ip("mysql"), f"-u{user}", "-N", "-B",
+                  "-e", query, check=False)
 
 
 def test_mysql_max_connections_verified_by_query(stack: Team):
@@ -534,6 +571,17 @@ def test_mysql_max_connections_verified_by_query(stack: Team):
     idle = docker("run", "--rm", "--network", "none", "--label", TEST_LABEL, stack.images["mysql"],
                   "mysqladmin", "ping", "-h", "127.0.0.1", check=False)
     assert idle.returncode == 1  # no server, no pong: the contract's health check checks
+
+
+def test_routers_have_their_own_database_user_and_workers_no_path_to_the_database(stack: Team):
+    router_pw = stack.secrets["mysql_router_password"]
+    mine = mariadb(stack, "CREATE TABLE IF NOT EXISTS router.t (x INT); SELECT COUNT(*) FROM router.t", router_pw,
+                   user=contract.ROUTER_DB)
+    assert mine.returncode == 0, mine.stderr
+    theirs = mariadb(stack, "SELECT COUNT(*) FROM gitea.user", router_pw, user=contract.ROUTER_DB)
+    assert theirs.returncode == 1 and "denied" in theirs.stderr  # the router user sees only its own database
+    from_team_network = mariadb(stack, "SELECT 1", stack.secrets["mysql_root_password"], network="")
+    assert from_team_network.returncode == 1  # the database is not on the team network: workers cannot reach it
 
 
 def test_bootstrap_registers_the_team(stack: Team):

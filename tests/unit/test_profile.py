@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 
 import pytest
 
 from components import catalog, contract
-from components.profile import Profile, ProfileError, parse_profile
+from components.profile import ProfileError, parse_profile
 from components.roles import spec
 from components.topology import placements
 
@@ -169,7 +171,17 @@ def test_placements_of_cohort_w8():
     cs = placements(p)
     assert len(cs) == 7 + 2 * 8
     by = {c.name: c for c in cs}
-    assert by["omcgitea-cohort-w8-mysql"].internal_ip == "10.249.0.2"
+    # the database is on the data network only, with the services that use it and the routers; never a worker
+    mysql = by["omcgitea-cohort-w8-mysql"]
+    assert (mysql.internal_ip, mysql.data_ip, mysql.operator_ip) == (None, "10.249.128.2", "10.249.254.2")
+    assert by["omcgitea-cohort-w8-gitea"].data_ip == "10.249.128.3" and by["omcgitea-cohort-w8-board"].data_ip is None
+    assert by["omcgitea-cohort-w8-jgm-pandoc-5caad90-router-8"].data_ip == "10.249.128.23"
+    assert not [c for c in cs if c.role == "worker" and c.data_ip]
+    assert str(p.data_network) == "10.249.128.0/24"
+    router = spec(p, by["omcgitea-cohort-w8-jgm-pandoc-5caad90-router-1"])
+    assert router.secret_env == {"MYSQL_PASSWORD": "mysql_router_password"} and router.env["MYSQL_USER"] == "router"
+    callers = json.loads(spec(p, by["omcgitea-cohort-w8-secret-service"]).env["SECRET_SERVICE_CALLERS"])
+    assert callers[f"{TASK}-1"] == by["omcgitea-cohort-w8-jgm-pandoc-5caad90-worker-1"].internal_ip
     assert by["omcgitea-cohort-w8-egress-proxy"].egress_ip == "10.249.255.2"
     assert by["omcgitea-cohort-w8-jgm-pandoc-5caad90-router-1"].internal_ip == "10.249.0.16"
     assert by["omcgitea-cohort-w8-jgm-pandoc-5caad90-worker-1"].internal_ip == "10.249.0.24"

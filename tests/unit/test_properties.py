@@ -37,11 +37,11 @@ def test_distinct_octets_never_overlap(a, b, wa, wb):
 @given(st.integers(1, 254), st.integers(1, 160), st.integers(1, 4))
 def test_every_container_has_a_unique_address_inside_its_subnet(octet, workers, ntasks):
     p = profile(octet, workers, ntasks)
-    internal, egress = p.internal_network, p.egress_network
-    assert not internal.overlaps(egress)
+    internal, egress, data = p.internal_network, p.egress_network, p.data_network
+    assert not internal.overlaps(egress) and not data.overlaps(internal) and not data.overlaps(egress)
     seen: set[str] = set()
     for c in placements(p):
-        for ip, net in ((c.internal_ip, internal), (c.egress_ip, egress)):
+        for ip, net in ((c.internal_ip, internal), (c.egress_ip, egress), (c.data_ip, data)):
             if ip is None:
                 continue
             addr = ipaddress.IPv4Address(ip)

@@ -384,6 +384,8 @@ def role_board() -> None:
 # --------------------------------------------------------------------------------------------- token service
 def role_secret_service() -> None:
     tokens = os.path.realpath(env("SECRET_SERVICE_TOKENS_DIR", "/tokens"))
+    # agent id -> the only address its token is handed to (the project's addressing model); none given: any caller
+    callers = json.loads(os.environ.get("SECRET_SERVICE_CALLERS") or "null")
 
     class H(Handler):
         protocol_version = "HTTP/1.1"  # keep-alive for good requests; rejected ones are closed
@@ -397,6 +399,8 @@ def role_secret_service() -> None:
             agent = path[len("/token/"):]
             if not AGENT_ID_RE.match(agent):
                 return self.error(400, "not a complete agent id", close=True)
+            if callers is not None and callers.get(agent) != self.client_address[0]:
+                return self.error(403, "this token belongs to another agent", close=True)
             target = os.path.realpath(os.path.join(tokens, f"{agent}.token"))
             if os.path.dirname(target) != tokens:
                 return self.error(403, "token outside the token store", close=True)
@@ -725,10 +729,7 @@ class Worker:
         signal.signal(signal.SIGTERM, self.seal)
         task, repo = env("TASK_ID"), env("TEAM_REPO")
         gitea = env("GITEA_URL").rstrip("/")
-        log(f"scripted worker {self.agent} (uid {os.getuid()}) for {task}; not a real agent")
-        offset = float(os.environ.get("PBENCH_WAKE_OFFSET_S") or 0)
-        log(f"sleeping the wake offset {offset:g} s")
-        time.sleep(offset)
+        log(f"scripted worker {self.agent} (uid {os.getuid()}) for {task}; not a real agent; started by the wake step")
         try:
             if os.environ.get("BASELINE") == "1":
                 self.baseline()

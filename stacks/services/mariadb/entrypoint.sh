@@ -3,7 +3,8 @@
 # as `mysqld --max-connections=N` with MYSQL_ROOT_PASSWORD and the data at /var/lib/mysql. On the first start it
 # initialises the data folder: root (from any host) with MYSQL_ROOT_PASSWORD, the database MYSQL_DATABASE when set
 # (as the official mysql image does; the project sets `gitea`) and `healthcheck`@127.0.0.1 without privileges
-# (mysqladmin's user, see agensh.cnf, so that health checks are not logged as denied logins). Then it runs the server with the given options. Any other command runs as given.
+# (mysqladmin's user, see agensh.cnf, so that health checks are not logged as denied logins); then, as the official
+# image does, the *.sh scripts in /docker-entrypoint-initdb.d (the project's creates the routers' own user). Then it runs the server with the given options. Any other command runs as given.
 set -euo pipefail
 DATA=/var/lib/mysql
 DONE="$DATA/.agensh-initialised"
@@ -31,7 +32,7 @@ if [ ! -e "$DONE" ]; then
   say "first start: initialising $DATA"
   mariadb-install-db --user=mysql --datadir="$DATA" --skip-test-db --auth-root-authentication-method=socket \
     >/tmp/install-db.log 2>&1 || { cat /tmp/install-db.log >&2; exit 1; }
-  sock=/run/mysqld/init.sock
+  sock=/run/mysqld/mysqld.sock  # the default: init scripts reach it as the official image lets them
   mariadbd --datadir="$DATA" --skip-networking --socket="$sock" &
   pid=$!
   for _ in $(seq 1 60); do mariadb-admin --socket="$sock" --user=root ping >/dev/null 2>&1 && break; sleep 1; done
@@ -47,6 +48,12 @@ CREATE USER 'healthcheck'@'127.0.0.1';
 $create_db
 FLUSH PRIVILEGES;
 SQL
+  # as the official mysql image does: the init scripts mounted into /docker-entrypoint-initdb.d, once
+  for script in /docker-entrypoint-initdb.d/*.sh; do
+    [ -f "$script" ] || continue
+    say "running $script"
+    sh "$script"
+  done
   kill "$pid"
   wait "$pid" || true
   rm -f "$BUSY"

@@ -1,0 +1,73 @@
+"""nudges: the idle watchdog beside the export wait (REQUIREMENTS 30): every `idle_check_s` it looks at each worker's
+last activity and posts a nudge to the team channel for an agent idle for `idle_nudge_s` (600 s / 60 s by default).
+
+Activity is what the project can observe of any worker image: a line the worker wrote to its log (stdout or
+stderr, timestamped by Docker), or its start (the wake). An agent is nudged once per idle spell: again only after
+another `idle_nudge_s` without activity. Every nudge is recorded; the step ends at the task's deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Mapping
+
+from components.records import Event, KickoffResult, Nudge, NudgesResult, WakeResult, result_of
+from components.rundir import RunDir
+from components.step_inputs import NudgesInputs
+from scripts.chat import post_to_team
+from scripts.step import StepFailed, progress, step_main
+
+
+def last_activity(container: str) -> float | None:
+    """When the container last wrote to its log, or started (Docker's own timestamps)."""
+    logs = subprocess.run(["docker", "logs", "--timestamps", "--tail", "1", container], capture_output=True, text=True)
+    line = (logs.stdout.strip() or logs.stderr.strip()).splitlines()[-1:] if logs.returncode == 0 else []
+    started = subprocess.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", container], capture_output=True,
+                             text=True).stdout.strip()
+    stamps = [s for s in (line[0].split(" ", 1)[0] if line else "", started) if s and not s.startswith("0001")]
+    return max((epoch(s) for s in stamps), default=None)
+
+
+def epoch(docker_time: str) -> float:
+    """Docker's RFC 3339 time with nanoseconds -> epoch seconds."""
+    head, _, frac = docker_time.rstrip("Z").partition(".")
+    return datetime.fromisoformat(f"{head}.{frac[:6] or '0'}+00:00").timestamp()
+
+
+def nudges(a: NudgesInputs, password: str) -> NudgesResult:
+    rd = RunDir(Path(a.run_dir))
+    kickoff = result_of(rd, "kickoff", a.task_id, KickoffResult)
+    woke = result_of(rd, "wake", a.task_id, WakeResult)
+    if kickoff is None or woke is None:
+        raise StepFailed("no kickoff receipt: the task never started")
+    woken = {w.worker: w.at_epoch for w in woke.wakes}
+    nudged: dict[str, float] = {}  # worker -> last activity already nudged for
+    made: list[Nudge] = []
+    while time.time() < kickoff.deadline_epoch:
+        now = time.time()
+        for k, (worker, agent) in enumerate(a.workers.items(), 1):
+            active = max(filter(None, (last_activity(worker), woken.get(worker))), default=None)
+            if active is None or now - active < a.idle_nudge_s or nudged.get(worker) == active:
+                continue
+            idle = now - active
+            post_to_team(a.mattermost_url, a.mattermost_user, password,
+                         f"@{agent}: no activity from you for {idle / 60:.0f} min. Pick up a claim on the board, "
+                         "review a pull request or report what blocks you.")
+            nudged[worker] = active
+            made.append(Nudge(worker=worker, agent=agent, at_epoch=now, idle_s=round(idle)))
+            progress(f"nudges: worker {k} idle {idle:.0f} s, nudged")
+        time.sleep(max(0.0, min(a.idle_check_s, kickoff.deadline_epoch - time.time())))
+    return NudgesResult(nudges=made, events=[Event(kind="nudge", at=n.at_epoch, label=n.agent) for n in made])
+
+
+def main(env: Mapping[str, str] = os.environ) -> int:
+    return step_main("nudges", NudgesInputs, env, nudges, "AGENSH_MATTERMOST_PASSWORD")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

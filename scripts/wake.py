@@ -1,0 +1,69 @@
+"""wake: the ramp made by the orchestrator (REQUIREMENTS 29). The team's workers are created stopped; this step
+starts worker k when its offset after the ramp's start is reached, so any worker image gets the seed's ramp.
+
+The ramp's start is recorded the first time (`ramp.json`), and each wake as it happens, so a resumed `up` keeps the
+clock: workers already running are recorded as awake, the rest are started at their offsets (late when their time
+has passed: lateness is recorded, never hidden). The receipt lists every wake as a timeline event; the kickoff
+counts its wait from the same ramp start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Mapping
+
+from components.records import Event, Wake, WakeResult
+from components.rundir import RUN_FAILED, RunDir
+from components.step_inputs import WakeInputs
+from scripts.step import StepFailed, load_inputs, progress, run_step, write_atomic
+
+LATE_S = 1.0  # a wake later than this after its due time is reported late
+
+
+def running(name: str) -> bool:
+    out = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", name], capture_output=True, text=True)
+    return out.stdout.strip() == "true"
+
+
+def wake(a: WakeInputs) -> WakeResult:
+    rd = RunDir(Path(a.run_dir))
+    checkpoint = rd.ramp(a.task_id)
+    state = json.loads(checkpoint.read_text()) if checkpoint.exists() else {"ramp_start": time.time(), "woken": {}}
+    write_atomic(checkpoint, state)
+    start, n = state["ramp_start"], len(a.workers)
+    wakes = []
+    for k, (name, offset) in enumerate(a.workers.items(), 1):
+        due = start + offset
+        if name in state["woken"] or running(name):
+            at = state["woken"].get(name, time.time())
+            wakes.append(Wake(worker=name, due_epoch=due, at_epoch=at, late_s=round(max(0.0, at - due), 1),
+                              already_awake=True))
+            continue
+        if (left := due - time.time()) > 0:
+            time.sleep(left)
+        out = subprocess.run(["docker", "start", name], capture_output=True, text=True)
+        if out.returncode:
+            raise StepFailed(f"could not start {name}: {out.stderr.strip()}", woken=len(wakes))
+        at = time.time()
+        state["woken"][name] = at
+        write_atomic(checkpoint, state)
+        late = max(0.0, at - due)
+        progress(f"wake: worker {k} of {n} awake" + (f", late {late:.0f} s" if late > LATE_S else ""))
+        wakes.append(Wake(worker=name, due_epoch=due, at_epoch=at, late_s=round(late, 1)))
+    events = [Event(kind="wake", at=w.at_epoch, label=f"worker {k}", late_s=w.late_s if w.late_s > LATE_S else None)
+              for k, w in enumerate(wakes, 1)]
+    return WakeResult(ramp_start_epoch=start, wakes=wakes, events=events)
+
+
+def main(env: Mapping[str, str] = os.environ) -> int:
+    a = load_inputs(WakeInputs, env)
+    return run_step("wake", RunDir(Path(a.run_dir)), a.task_id, a, lambda: wake(a), RUN_FAILED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The wake step makes the ramp: workers created stopped are started at their offsets, each wake recorded with how
+late it was; a resumed ramp keeps its clock and reports lateness instead of hiding it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from components.rundir import RunDir
+from components.step_inputs import WakeInputs
+from scripts import wake
+from scripts.calculator import BASE_IMAGE
+from scripts.step import write_atomic
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def stopped_workers(docker_engine: None):
+    """Three containers created, not started (as the team's workers are)."""
+    assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
+    tag = uuid.uuid4().hex[:6]
+    names = [f"agensh-test-wake-{tag}-{n}" for n in (1, 2, 3)]
+    for name in names:
+        subprocess.run(["docker", "create", "--name", name, "--network", "none", "--label", f"agensh.test=wake-{tag}",
+                        BASE_IMAGE, "sleep", "300"], check=True, capture_output=True)
+    yield names
+    subprocess.run(["docker", "rm", "-f", *names], capture_output=True)
+
+
+def started_at(name: str) -> float:
+    out = subprocess.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", name], capture_output=True, text=True)
+    from datetime import datetime
+    return datetime.fromisoformat(out.stdout.strip()[:26] + "+00:00").timestamp()
+
+
+def test_workers_are_started_at_their_offsets(stopped_workers, tmp_path: Path):
+    a = WakeInputs(run_dir=str(tmp_path), task_id="t", workers=dict(zip(stopped_workers, (0.0, 2.0, 4.0))))
+    t0 = time.time()
+    assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) == 0
+    result = json.loads(RunDir(tmp_path).receipt("wake", "t").read_text())["result"]
+    start = result["ramp_start_epoch"]
+    assert t0 <= start <= t0 + 2
+    for w, offset in zip(result["wakes"], (0, 2, 4)):
+        assert w["due_epoch"] == start + offset and w["late_s"] == round(max(0.0, w["at_epoch"] - w["due_epoch"]), 1)
+        # never started early (docker's own clock agrees), whatever the load makes of `docker start`'s latency
+        assert w["due_epoch"] - 0.5 <= started_at(w["worker"]) <= w["at_epoch"] + 0.5
+    ats = [w["at_epoch"] for w in result["wakes"]]
+    assert ats == sorted(ats)
+    assert [e["label"] for e in result["events"]] == ["worker 1", "worker 2", "worker 3"]
+    assert all(e["kind"] == "wake" for e in result["events"])
+
+
+def test_a_resumed_ramp_keeps_its_clock_and_reports_late_wakes(stopped_workers, tmp_path: Path):
+    rd = RunDir(tmp_path)
+    start = time.time() - 10  # the interrupted ramp began 10 s ago and woke worker 1
+    subprocess.run(["docker", "start", stopped_workers[0]], check=True, capture_output=True)
+    write_atomic(rd.ramp("t"), {"ramp_start": start, "woken": {stopped_workers[0]: start}})
+    a = WakeInputs(run_dir=str(tmp_path), task_id="t", workers=dict(zip(stopped_workers, (0.0, 2.0, 12.0))))
+    t0 = time.time()
+    assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) == 0
+    wakes = json.loads(rd.receipt("wake", "t").read_text())["result"]["wakes"]
+    assert wakes[0]["already_awake"] and wakes[0]["at_epoch"] == start
+    assert wakes[1]["late_s"] >= 7.5 and wakes[1]["at_epoch"] >= t0  # due 8 s ago: started now, reported late
+    assert started_at(wakes[2]["worker"]) >= start + 12 - 0.5  # still ahead: it waited for its time
+    assert json.loads(rd.ramp("t").read_text())["ramp_start"] == start
