@@ -66,6 +66,28 @@ def reach_from_worker_1(profile: str, proj: Path) -> None:
         assert code(url) in ("000", "403"), what
 
 
+def check_report_in_chromium(page: Path, run_dir: Path, tmp: Path) -> None:
+    """The demo's own report.html, opened in headless Chromium: the score, the timeline with the ramp's wakes, the
+    provenance; nothing fetched; the screenshot kept as a test artifact."""
+    from tests.conftest import require
+    from tests.scripts.test_report import assert_timeline, browse, card
+
+    exe = shutil.which("chromium") or "/usr/bin/chromium"
+    require(Path(exe).exists(), "Debian's chromium (apt-get install chromium)")
+    artifacts = Path(os.environ.get("AGENSH_TEST_ARTIFACTS", ROOT / ".test-artifacts"))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    seen = browse(exe, page, tmp, artifacts / "report-demo-run.png")
+    assert seen.requests == []
+    c = card(seen.dom, TASK)
+    assert (c.field("score"), c.field("status")) == ("1.0000", "scored")
+    assert_timeline(c, ("ramp start", "wake", "kickoff", "reminder", "deadline", "export", "archive grace",
+                        "evaluation"))
+    manifest = json.loads((run_dir / "run_manifest.json").read_text())
+    provenance = seen.dom.find("section", **{"class": "provenance"})[0]
+    assert provenance.field("profile-digest") == manifest["profile_digest"]
+    assert {n.text() for n in provenance.find(data_field="image-id")} == set(manifest["images"].values())
+
+
 def assert_no_secret(values, *roots: Path) -> None:
     """No file under `roots` (state and its backups and history, receipts, logs, copies) holds a secret's value."""
     for root in roots:
@@ -196,7 +218,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     assert any("wake: worker 2 of 2 awake" in line for line in from_steps)
     outputs = json.loads(run("pulumi", "stack", "output", "--json", "--non-interactive", "-s", profile).stdout)
     assert outputs["provenance"]["scores"][TASK]["score"] == 1.0
-    assert Path(outputs["report"]).is_file() and "1.0000" in Path(outputs["report"]).read_text()
+    check_report_in_chromium(Path(outputs["report"]), run_dir, proj.parent)
     assert outputs["provenance"]["manifest"]["requested_task_ids"] == [TASK]
     assert env["LLM_UPSTREAM_TOKEN"] not in json.dumps(outputs)
     stats = subprocess.run(["docker", "exec", f"omcgitea-{profile}-model", "curl", "-s", "http://127.0.0.1:8080/stats"],
