@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -69,3 +70,20 @@ def test_the_language_host_on_path_is_the_built_one(built, pulumi_cli: str):
     assert sha256(Path(host)) == built["pulumi-language-python"][3]
     for helper in ("pulumi-language-python-exec", "pulumi-resource-pulumi-python"):
         assert (Path(host).parent / helper).is_file()
+
+
+def test_the_engine_launches_the_built_language_host(built, pulumi_cli: str, tmp_path: Path):
+    """Not only on PATH: the engine's own log says which language host it starts for a Python program."""
+    (tmp_path / "Pulumi.yaml").write_text(f"name: hostcheck\nruntime:\n  name: python\n  options:\n"
+                                          f"    virtualenv: {ROOT / '.venv'}\n")
+    (tmp_path / "__main__.py").write_text("import pulumi\npulumi.export('ok', 1)\n")
+    (tmp_path / "state").mkdir()
+    env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE="t")
+    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    subprocess.run([pulumi_cli, "stack", "init", "t", "--non-interactive"], cwd=tmp_path, env=env, check=True,
+                   capture_output=True)
+    out = subprocess.run([pulumi_cli, "preview", "--non-interactive", "-v=9", "--logtostderr"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    launched = re.findall(r"Launching plugin 'python' from '([^']+)'", out.stderr)
+    assert launched and all(sha256(Path(p)) == built["pulumi-language-python"][3] for p in launched), launched
