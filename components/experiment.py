@@ -2,9 +2,12 @@
 
     HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> egress proxy (+ stand-in model)
         -> Preflight(model) -> the other platform services
-    per task k: Seed(k) -> Team(k) -> Kickoff(k) -> Export(k) (beside it Reminders(k)) -> Shutdown(k)
-                -> Evaluate(k) -> Score(k)
-    Seed(k+1) waits for Shutdown(k) only, so Evaluate(k) overlaps task k+1. Manifest(finish) follows every Score.
+    per task k: Seed(k) -> Team(k) (workers created stopped) -> Wake(k) -> Kickoff(k)
+                -> Export(k) (beside it Reminders(k) and Nudges(k)) -> Shutdown(k) -> Evaluate(k) -> Score(k)
+                -> Preserve(k)
+    Seed(k+1) waits for Shutdown(k) only, so Evaluate(k) overlaps task k+1. Manifest(finish) follows every
+    Preserve, then Report, then Preserve(run): the last step, so the first a destroy deletes (its delete refuses
+    while any result lacks its verified copy).
 """
 
 from __future__ import annotations
