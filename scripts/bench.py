@@ -221,12 +221,12 @@ def health_status(name: str) -> str:
 
 
 def wait_healthy(name: str) -> None:
-    """As the docker provider's `wait`: until the health check passes (or the same timeout)."""
+    """As the docker provider's `wait`: inspect once a second until the health check passes (or the same timeout)."""
     deadline = time.monotonic() + WAIT_TIMEOUT_S
     while (status := health_status(name)) != "healthy":
         if status == "unhealthy" or time.monotonic() > deadline:
             raise RuntimeError(f"{name} is {status or 'not healthy'}")
-        time.sleep(0.5)
+        time.sleep(1.0)
 
 
 def waits_healthy(s: ServiceSpec) -> bool:
@@ -401,8 +401,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
     with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
         tmpdir = Path(tmp)
         stack = f"bench-w{workers}x{ntasks}"
-        octets = [free_octet()]
-        config = bench_profile(stack, workers, ntasks, octets[0], tmpdir / "pulumi")
+        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "pulumi")
         built: list[str] = []  # the plain side's image tags
         proj = project_copy(tmpdir, stack, config)
         checkout = proj / "stacks" / "demo"
@@ -424,33 +423,30 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                 result["skipped"] = (f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
                                      f"{MEMORY_SHARE:.0%} of {available_mb()} MB available")
                 return result
-            for side in ("plain", "compose"):
-                cmd = compose_command()
-                if side == "compose" and cmd is None:
-                    result["compose"] = "not installed"
-                    continue
-                octets.append(free_octet())
-                other = layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, octets[-1],
-                                             tmpdir / side), checkout)
-                if side == "plain":
-                    plain = Plain(other)
-                    built += list(other.images())
-                    try:
-                        result["plain_build"] = plain.build()
-                        result["plain_up"] = plain.up()
-                        result["plain_reup"] = plain.reup()
-                        result["per_container_mb"] = container_memory_mb("plain")
-                    finally:
-                        result["plain_down"] = plain.down()
-                else:
-                    assert cmd is not None
-                    images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
-                    compose = Compose(other, images, tmpdir, cmd)
-                    try:
-                        result["compose_up"] = compose.up()
-                        result["compose_reup"] = compose.reup()
-                    finally:
-                        result["compose_down"] = compose.down()
+
+            def side_layout(side: str) -> Layout:  # own names and subnets, the same checkout
+                return layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(),
+                                            tmpdir / side), checkout)
+
+            plain = Plain(side_layout("plain"))
+            built += list(plain.lay.images())
+            try:
+                result["plain_build"] = plain.build()
+                result["plain_up"] = plain.up()
+                result["plain_reup"] = plain.reup()
+                result["per_container_mb"] = container_memory_mb("plain")
+            finally:
+                result["plain_down"] = plain.down()
+            cmd = compose_command()
+            if cmd is not None:
+                other = side_layout("compose")
+                images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
+                compose = Compose(other, images, tmpdir, cmd)
+                try:
+                    result["compose_up"] = compose.up()
+                    result["compose_reup"] = compose.reup()
+                finally:
+                    result["compose_down"] = compose.down()
             subprocess.run(["docker", "rmi", *built], capture_output=True)
             try:
                 result["up"], result["up_mb"] = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
