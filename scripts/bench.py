@@ -381,15 +381,15 @@ class Compose:
 
 # --- one size -------------------------------------------------------------------------------------------------
 def container_memory_mb(label_value: str) -> float:
-    """Mean memory used by the running containers carrying `agensh.bench=<label_value>` (docker stats)."""
+    """Mean memory used by the running containers carrying `agensh.bench=<label_value>` (docker stats; a container
+    that stopped meanwhile is left out)."""
     ids = run(["docker", "ps", "-q", "--filter", f"label={LABEL}={label_value}"]).stdout.split()
-    if not ids:
-        return 0.0
-    out = run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids]).stdout.split("\n")
-    units = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "B": 1 / 2**20}
-    used = [float(line.split("/")[0].strip().rstrip("KMGiB")) * units[next(u for u in units if
-            line.split("/")[0].strip().endswith(u))] for line in out if line.strip()]
-    return sum(used) / len(used)
+    out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids], capture_output=True,
+                         text=True).stdout if ids else ""
+    units = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}
+    used = [float(amount[:-3]) * units[amount[-3:]] for amount in (line.split("/")[0].strip() for line in
+            out.splitlines()) if amount[-3:] in units]
+    return sum(used) / len(used) if used else 0.0
 
 
 def available_mb() -> int:
