@@ -397,6 +397,20 @@ def available_mb() -> int:
                 if line.startswith("MemAvailable:")) // 1024
 
 
+def remove_leftovers(lay: Layout, built: list[str]) -> None:
+    """Whatever a failed or interrupted run left: the sides' containers and networks, the Pulumi side's too (its
+    profile's label), the images built under private tags, the cleanroom tags."""
+    for label in (LABEL, f"{contract.PROFILE_LABEL}={lay.p.profile}"):
+        containers = run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split()
+        if containers:
+            subprocess.run(["docker", "rm", "-f", *containers], capture_output=True)
+        networks = run(["docker", "network", "ls", "-q", "--filter", f"label={label}"]).stdout.split()
+        if networks:
+            subprocess.run(["docker", "network", "rm", *networks], capture_output=True)
+    subprocess.run(["docker", "rmi", *built, *lay.images(), *[lay.p.cleanroom_image(t) for t in lay.p.tasks]],
+                   capture_output=True)
+
+
 def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str, Any]:
     tasks = bench_tasks(ntasks)
     result: dict[str, Any] = {"workers": workers, "tasks": ntasks}
@@ -459,10 +473,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                 result["destroy"], _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
         finally:
             subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
-            leftovers = run(["docker", "ps", "-aq", "--filter", f"label={LABEL}"]).stdout.split()
-            for c in [x for x in leftovers if x]:
-                subprocess.run(["docker", "rm", "-f", c], capture_output=True)
-            subprocess.run(["docker", "rmi", *built, *[lay.p.cleanroom_image(t) for t in tasks]], capture_output=True)
+            remove_leftovers(lay, built)
     return result
 
 
