@@ -3,7 +3,7 @@
 For each size (workers x tasks) it makes a throwaway copy of the project with a demo-shaped stack of the bare
 topology (`run_steps: false`; private image tags, `uncached: true`, so no shared tag is touched), then times
 - pulumi: `preview` (as `make preview` runs it), `up`, `up` again (no changes) and `destroy`, with the peak memory
-  of the `pulumi` process;
+  of the `pulumi` process (first: its subnet was picked free just before);
 - plain: the same images built with `docker build` and the same containers started with `docker` commands, in the
   same dependency order with the same parallelism (8) and the same waits: every container with a health check is
   waited for until healthy, the one-shot bootstrap until it exited; then the check that all of it still runs
@@ -440,7 +440,16 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                                      f"{MEMORY_SHARE:.0%} of {available_mb()} MB available")
                 return result
 
-            def side_layout(side: str) -> Layout:  # own names and subnets, the same checkout
+            failures = []
+            try:  # first, while the subnet picked for it is still free
+                result["up"], result["up_mb"] = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
+                result["reup"], _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
+            except RuntimeError as e:  # a side that fails is reported; the others still run
+                failures.append(f"pulumi: {str(e).splitlines()[0]}")
+            finally:
+                result["destroy"], _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
+
+            def side_layout(side: str) -> Layout:  # own names and subnets (picked now), the same checkout
                 return layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(),
                                             tmpdir / side), checkout)
 
@@ -451,26 +460,24 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                 result["plain_up"] = plain.up()
                 result["plain_reup"] = plain.reup()
                 result["per_container_mb"] = container_memory_mb("plain")
+            except RuntimeError as e:
+                failures.append(f"plain: {str(e).splitlines()[0]}")
             finally:
                 result["plain_down"] = plain.down()
             cmd = compose_command()
-            if cmd is not None:
+            if cmd is not None and "plain_build" in result:
                 other = side_layout("compose")
                 images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
                 compose = Compose(other, images, tmpdir, cmd)
                 try:
                     result["compose_up"] = compose.up()
                     result["compose_reup"] = compose.reup()
-                except (RuntimeError, subprocess.TimeoutExpired) as e:  # a Compose failure leaves the rest standing
-                    result["skipped"] = f"compose: {str(e).splitlines()[0]}"
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    failures.append(f"compose: {str(e).splitlines()[0]}")
                 finally:
                     result["compose_down"] = compose.down()
-            subprocess.run(["docker", "rmi", *built], capture_output=True)
-            try:
-                result["up"], result["up_mb"] = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
-                result["reup"], _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
-            finally:
-                result["destroy"], _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
+            if failures:
+                result["skipped"] = "; ".join(failures)
         finally:
             subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
             remove_leftovers(lay, built)
@@ -482,9 +489,9 @@ COLUMNS = ("workers", "tasks", "containers", "preview", "preview_mb", "up", "up_
 
 
 def row(r: dict[str, Any]) -> str:
-    if "plain_up" in r:
+    if "plain_up" in r and "up" in r:
         r["up/plain"] = r["up"] / (r["plain_build"] + r["plain_up"])
-    if "compose_up" in r:
+    if "compose_up" in r and "up" in r:
         r["up/compose"] = r["up"] / (r["plain_build"] + r["compose_up"])
     cells = [f"{r[k]:.2f}" if k.startswith("up/") and k in r else f"{r[k]:.1f}" if isinstance(r.get(k), float)
              else str(r.get(k, "-")) for k in COLUMNS]
