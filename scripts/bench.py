@@ -47,7 +47,8 @@ from scripts.sandbox import ROOT, free_octet, isolated_env, profile_config, proj
 PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
 DEMO_CLEANROOM = contract.cleanroom_image("testorg__calculator.abc1234", "agensh-demo")
 BENCH_ORG = "agensh-bench"  # the cleanroom images of the benchmark's tasks: tags of the calculator's
-LABEL = "agensh.bench"
+LABEL = "agensh.bench"  # its value names the side and this run, so only this run's objects are ever removed
+RUN = os.getpid()
 # The stand-in images of this checkout under private tags (the shared ones may come from another checkout).
 PRIVATE = {"standin": f"{BENCH_ORG}/standin:{os.getpid()}",
            **{role: f"{BENCH_ORG}/standin-{role}:{os.getpid()}" for role in THIRD_PARTY}}
@@ -182,10 +183,10 @@ class Layout:
 
 def private_images() -> None:
     """This checkout's stand-in image and the three third-party stand-ins on it, under the private tags."""
-    run(["docker", "build", "-q", "-t", PRIVATE["standin"], "--label", f"{LABEL}=images",
+    run(["docker", "build", "-q", "-t", PRIVATE["standin"], "--label", f"{LABEL}=images-{RUN}",
          str(ROOT / "stacks" / "demo" / "standin")])
     for role in THIRD_PARTY:
-        run(["docker", "build", "-q", "-t", PRIVATE[role], "--label", f"{LABEL}=images", "-"],
+        run(["docker", "build", "-q", "-t", PRIVATE[role], "--label", f"{LABEL}=images-{RUN}", "-"],
             input=f"FROM {PRIVATE['standin']}\nLABEL agensh.standin.role={role}\n")
 
 
@@ -244,7 +245,7 @@ class Plain:
 
     def build(self) -> float:
         t0 = time.monotonic()
-        labels = ["--label", f"{LABEL}=plain"]
+        labels = ["--label", f"{LABEL}=plain-{RUN}"]
         run_dag({tag: (deps, lambda tag=tag, args=args: run(
             ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args], env={**os.environ, "DOCKER_BUILDKIT": "0"}))
             for tag, (deps, args) in self.lay.images().items()})
@@ -252,7 +253,7 @@ class Plain:
 
     def start_one(self, c: Placement, s: ServiceSpec) -> None:
         att = self.lay.attachments(c)
-        args = ["docker", "create", "--name", c.name, "--label", f"{LABEL}=plain", "--restart", "no",
+        args = ["docker", "create", "--name", c.name, "--label", f"{LABEL}=plain-{RUN}", "--restart", "no",
                 "--hostname", c.name if ROLES[c.role].per_task else c.role]
         for k, v in sorted(c.labels.items()):
             args += ["--label", f"{k}={v}"]
@@ -292,7 +293,7 @@ class Plain:
     def up(self) -> float:
         t0 = time.monotonic()
         for kind, subnet in self.lay.networks().items():
-            run(["docker", "network", "create", "--internal", "--subnet", subnet, "--label", f"{LABEL}=plain",
+            run(["docker", "network", "create", "--internal", "--subnet", subnet, "--label", f"{LABEL}=plain-{RUN}",
                  self.nets[kind]])
         run_dag({c.name: (self.lay.deps(c), lambda c=c, s=s: self.start_one(c, s)) for c, s in self.lay.containers})
         return time.monotonic() - t0
@@ -333,7 +334,7 @@ class Compose:
             svc: dict[str, Any] = {
                 "image": images[s.image], "container_name": c.name, "restart": "no",
                 "hostname": c.name if ROLES[c.role].per_task else c.role,
-                "labels": {**c.labels, LABEL: "compose"}, "environment": env_of(s),
+                "labels": {**c.labels, LABEL: f"compose-{RUN}"}, "environment": env_of(s),
                 "volumes": [f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}" for m in s.mounts]}
             att = lay.attachments(c)
             svc["networks"] = {nets[k]: {"ipv4_address": ip, **({"aliases": [c.role]} if k == "internal" else {})}
@@ -356,8 +357,8 @@ class Compose:
                                          "service_healthy" if waits_healthy(specs[d]) else "service_started"}
                                      for d in deps}
             services[c.name] = svc
-        networks = {nets[k]: {"internal": True, "ipam": {"config": [{"subnet": subnet}]}, "labels": {LABEL: "compose"}}
-                    for k, subnet in lay.networks().items()}
+        networks = {nets[k]: {"internal": True, "ipam": {"config": [{"subnet": subnet}]},
+                              "labels": {LABEL: f"compose-{RUN}"}} for k, subnet in lay.networks().items()}
         (workdir / "compose.yaml").write_text(yaml.safe_dump({"version": "2.4", "services": services,
                                                               "networks": networks}))
 
@@ -382,9 +383,9 @@ class Compose:
 
 # --- one size -------------------------------------------------------------------------------------------------
 def container_memory_mb(label_value: str) -> float:
-    """Mean memory used by the running containers carrying `agensh.bench=<label_value>` (docker stats; a container
+    """Mean memory used by this run's running containers of one side (`label_value`) (docker stats; a container
     that stopped meanwhile is left out)."""
-    ids = run(["docker", "ps", "-q", "--filter", f"label={LABEL}={label_value}"]).stdout.split()
+    ids = run(["docker", "ps", "-q", "--filter", f"label={LABEL}={label_value}-{RUN}"]).stdout.split()
     out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids], capture_output=True,
                          text=True).stdout if ids else ""
     units = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}
@@ -401,7 +402,8 @@ def available_mb() -> int:
 def remove_leftovers(lay: Layout, built: list[str]) -> None:
     """Whatever a failed or interrupted run left: the sides' containers and networks, the Pulumi side's too (its
     profile's label), the images built under private tags, the cleanroom tags."""
-    for label in (LABEL, f"{contract.PROFILE_LABEL}={lay.p.profile}"):
+    for label in (*(f"{LABEL}={side}-{RUN}" for side in ("plain", "compose", "images")),
+                  f"{contract.PROFILE_LABEL}={lay.p.profile}"):
         containers = run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split()
         if containers:
             subprocess.run(["docker", "rm", "-f", *containers], capture_output=True)
