@@ -53,8 +53,8 @@ RUN = os.getpid()
 PRIVATE = {"standin": f"{BENCH_ORG}/standin:{os.getpid()}",
            **{role: f"{BENCH_ORG}/standin-{role}:{os.getpid()}" for role in THIRD_PARTY}}
 COMPOSE_TIMEOUT_S = 900
-MEMORY_SHARE = 0.5
-UNMEASURED_MAX = 400  # containers to start before the memory per container has been measured  # run `up` only when the containers' measured memory fits in this share of the available memory
+MEMORY_SHARE = 0.5  # run `up` only when the containers' measured memory fits in this share of the available memory
+UNMEASURED_MAX = 400  # containers to start before the memory per container has been measured
 
 
 def bench_tasks(n: int) -> list[str]:
