@@ -1,111 +1,517 @@
-"""Benchmark: Pulumi against plain `docker run` for demo-shaped teams (prints figures; asserts nothing).
+"""Benchmark: Pulumi against the same containers started without it, like for like (prints figures; asserts nothing).
 
-For each team size it makes a copy of the project with a stack from the demo profile (bare topology:
-`run_steps: false`), then times `pulumi preview`, `pulumi up` (done when every container runs, services healthy),
-`pulumi destroy`, and the same networks and containers started by plain `docker run` calls in one process.
+For each size (workers x tasks) it makes a throwaway copy of the project with a demo-shaped stack of the bare
+topology (`run_steps: false`; private image tags, `uncached: true`, so no shared tag is touched), then times
+- pulumi: `preview` (as `make preview` runs it), `up`, `up` again (no changes) and `destroy`, with the peak memory
+  of the `pulumi` process (first: its subnet was picked free just before);
+- plain: the same images built with `docker build` and the same containers started with `docker` commands, in the
+  same dependency order with the same parallelism (8) and the same waits: every container with a health check is
+  waited for until healthy, the one-shot bootstrap until it exited; then the check that all of it still runs
+  (re-up) and the removal;
+- compose (when `docker-compose` or `docker compose` is installed): the same containers from a generated Compose
+  file (`depends_on` with the same conditions), using the plain side's images, waited for in the same way.
+Each side runs alone, on its own names and subnets; every network is `internal`; everything is removed at the end,
+also on failure. Sizes whose containers would not fit in this machine's memory are previewed only.
 
-    .venv/bin/python -m scripts.bench 2 8 32        (after `make setup` and one `make demo` for the images)
+    .venv/bin/python -m scripts.bench                       # 2, 8, 32, 128 workers x 1 and 5 tasks
+    .venv/bin/python -m scripts.bench --workers 8 32 --tasks 1
+(after `make setup` and one `make demo`, which builds the stand-in images).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
+
+import yaml
 
 from components import contract
-from components.profile import parse_profile
-from components.roles import spec
-from components.topology import network_names, networks, placements
-from scripts.sandbox import ROOT, isolated_env, profile_config, project_copy
+from components.catalog import tasks as catalog
+from components.containers import HEALTH, WAIT_TIMEOUT_S
+from components.profile import Profile, parse_profile
+from components.roles import ROLES, ServiceSpec, spec
+from components.topology import Placement, network_names, networks, placements
+from scripts import demo_images
+from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
+
+PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
+DEMO_CLEANROOM = contract.cleanroom_image("testorg__calculator.abc1234", "agensh-demo")
+BENCH_ORG = "agensh-bench"  # the cleanroom images of the benchmark's tasks: tags of the calculator's
+LABEL = "agensh.bench"  # its value names the side and this run, so only this run's objects are ever removed
+RUN = os.getpid()
+# The stand-in images of this checkout under private tags (the shared ones may come from another checkout); the real
+# Gitea and MariaDB images are the demo's (built once per version).
+STANDIN_TAG = f"bench-{os.getpid()}"
+PRIVATE = dict(zip(("standin", "mattermost"), demo_images.standin_images(STANDIN_TAG)))
+COMPOSE_TIMEOUT_S = 900
+MEMORY_SHARE = 0.5  # run `up` only when the containers' measured memory fits in this share of the available memory
+UNMEASURED_MAX = 400  # containers to start before the memory per container has been measured
 
 
-def timed(cmd: list[str], **kw) -> float:
-    t0 = time.monotonic()
+def bench_tasks(n: int) -> list[str]:
+    """n real ProgramBench task ids (the shortest, so every container name fits)."""
+    return sorted(sorted(catalog()), key=len)[:n]
+
+
+def run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     out = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if out.returncode:
-        raise SystemExit(f"bench: {' '.join(cmd[:3])} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
-    return time.monotonic() - t0
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return out
 
 
-def config(workers: int, data: Path) -> dict:
-    return profile_config("demo.profile.yaml", profile=f"bench-w{workers}", workers=workers, run_steps=False,
-                          subnet_octet=246, llm_upstream="http://10.246.255.3:8080", data_root=str(data),
-                          keep_pulled_images=True, host_units="off", mm_max_users_per_team=max(200, workers + 3))
+class PeakRss:
+    """Peak resident memory of the processes named `name` under a process (sampled from /proc every 0.2 s)."""
+
+    def __init__(self, pid: int, name: str):
+        self.pid, self.name, self.peak_kb = pid, name, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _tree(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError):
+                    continue
+                children.setdefault(ppid, []).append(int(entry))
+        out, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo += children.get(pid, [])
+        return out
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            for pid in self._tree():
+                try:
+                    if Path(f"/proc/{pid}/comm").read_text().strip() != self.name:
+                        continue
+                    rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                               if line.startswith("VmRSS:"))
+                except (OSError, StopIteration):
+                    continue
+                self.peak_kb = max(self.peak_kb, rss)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kb // 1024
 
 
-def plain_docker(workers: int, data: Path) -> float:
-    """The same networks and containers, by `docker run` in one process, beside the Pulumi-made ones (own names
-    and subnets; the images Pulumi built)."""
-    raw = {k.split(":", 1)[1]: v for k, v in config(workers, data).items()}
-    p = parse_profile(raw | {"agensh_checkout": str(ROOT / "stacks" / "demo"), "profile": f"plain-w{workers}",
-                             "subnet_octet": 245})
-    nets = network_names(p)
-    subnets = networks(p)
-    made: list[str] = []
+def timed_pulumi(cmd: list[str], **kw: Any) -> tuple[float, int]:
+    """Seconds and peak MB of `pulumi` for one command."""
     t0 = time.monotonic()
-    try:
-        for kind, name in nets.items():
-            subprocess.run(["docker", "network", "create", "--internal", "--subnet", str(subnets[kind]),
-                            "--label", "agensh.bench=plain", name], check=True, capture_output=True)
-        for c in placements(p):
-            s = spec(p, c)
-            attached = {k: ip for k, ip in (("internal", c.internal_ip), ("data", c.data_ip), ("egress", c.egress_ip))
-                        if ip}
-            first = next(iter(attached))
-            args = ["docker", "run", "-d", "--name", c.name, "--label", "agensh.bench=plain", "--hostname", c.role,
-                    "--network", nets[first], "--ip", attached[first]]
-            for k, v in s.env.items():
-                args += ["-e", f"{k}={v}"]
-            for k in s.secret_env:
-                args += ["-e", f"{k}=bench"]
-            if s.memory_mb:
-                args += ["--memory", f"{s.memory_mb}m"]
-            if s.user:
-                args += ["--user", s.user]
-            args.append(s.image)  # image names do not depend on the profile name: the ones Pulumi built
-            args += list(s.command or [])
-            subprocess.run(args, check=True, capture_output=True)
-            made.append(c.name)
-            for kind, ip in list(attached.items())[1:]:
-                subprocess.run(["docker", "network", "connect", "--ip", ip, nets[kind], c.name],
-                               check=True, capture_output=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    peak = PeakRss(proc.pid, "pulumi")
+    output, _ = proc.communicate()
+    mb = peak.stop()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:5])} failed:\n{output[-3000:]}")
+    return time.monotonic() - t0, mb
+
+
+def run_dag(nodes: dict[str, tuple[list[str], Callable[[], None]]], parallel: int = PARALLEL) -> None:
+    """Run each node's function once all its dependencies are done, at most `parallel` at once (as the engine)."""
+    done: set[str] = set()
+    running: dict[str, Future[None]] = {}
+    with ThreadPoolExecutor(parallel) as pool:
+        while len(done) < len(nodes):
+            for name, (deps, fn) in nodes.items():
+                if name not in done and name not in running and all(d in done for d in deps):
+                    running[name] = pool.submit(fn)
+            finished, _ = wait(running.values(), return_when=FIRST_COMPLETED)
+            for name in [n for n, f in running.items() if f in finished]:
+                running.pop(name).result()
+                done.add(name)
+
+
+# --- the model's containers, as the components declare them ---------------------------------------------------
+@dataclass
+class Layout:
+    """A profile's networks, containers (with their specs) and the order the components give them."""
+
+    p: Profile
+    containers: list[tuple[Placement, ServiceSpec]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.containers = [(c, spec(self.p, c)) for c in placements(self.p)]
+
+    def deps(self, c: Placement) -> list[str]:
+        """What a container waits for: a service its role's `after`; a team member every platform service."""
+        platform = [x.name for x, _ in self.containers if not ROLES[x.role].per_task]
+        if ROLES[c.role].per_task:
+            return platform
+        return [contract.resource_name(self.p.profile, r) for r in ROLES[c.role].after if
+                contract.resource_name(self.p.profile, r) in platform]
+
+    def networks(self) -> dict[str, str]:
+        """Network kind -> subnet."""
+        return {k: str(v) for k, v in networks(self.p).items()}
+
+    def attachments(self, c: Placement) -> list[tuple[str, str]]:
+        """(network kind, address) in the order the container component attaches them."""
+        return [(k, ip) for k, ip in (("internal", c.internal_ip), ("egress", c.egress_ip), ("data", c.data_ip),
+                                      ("operator", c.operator_ip)) if ip]
+
+    def images(self) -> dict[str, tuple[list[str], list[str]]]:
+        """Image tag -> (its builders' dependencies, `docker build` arguments), as the Images component builds them."""
+        p, checkout = self.p, self.p.checkout_dir
+        shared = [r for r in contract.SHARED_IMAGES if p.kind == "team" or r in ("agent-base", "egress-proxy")]
+        out = {p.image(r): ([], ["-f", str(checkout / contract.SHARED_IMAGES[r][0]),
+                                 str(checkout / contract.SHARED_IMAGES[r][2])]) for r in shared}
+        for t in p.tasks:
+            out[p.worker_image(t)] = ([p.image("agent-base")], [
+                "-f", str(checkout / contract.WORKER_DOCKERFILE), "--build-arg", f"TASK_IMAGE={p.cleanroom_image(t)}",
+                "--build-arg", f"AGENT_BASE_IMAGE={p.image('agent-base')}", str(checkout)])
+        return out
+
+
+def private_images() -> None:
+    """This checkout's stand-in images under the private tags, and the demo's real Gitea and MariaDB images."""
+    if demo_images.main(["--standin-tag", STANDIN_TAG]):
+        raise SystemExit("bench: the demo's images could not be made")
+
+
+def bench_profile(name: str, workers: int, ntasks: int, octet: int, data: Path) -> dict[str, Any]:
+    """The stack's `config:`: the demo profile, bare topology, private image tags, these tasks and sizes."""
+    return profile_config(
+        "demo.profile.yaml", profile=name, workers=workers, tasks=bench_tasks(ntasks), run_steps=False,
+        mattermost_image=PRIVATE["mattermost"],
+        subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080", data_root=str(data), uncached=True,
+        keep_pulled_images=True, host_units="off", cleanroom_org=BENCH_ORG,
+        mm_max_users_per_team=max(contract.MM_DEFAULT_MAX_USERS, workers + 3),
+        mysql_max_connections=max(1000, contract.mysql_connections_needed(workers * ntasks, 100)))
+
+
+def layout(config: dict[str, Any], checkout: Path) -> Layout:
+    raw = {k.split(":", 1)[1]: v for k, v in config.items()}
+    return Layout(parse_profile(raw | {"agensh_checkout": str(checkout)}))
+
+
+def env_of(s: ServiceSpec) -> dict[str, str]:
+    """The container's environment; secrets get a stand-in value (the same on both sides)."""
+    return {**s.env, **{k: "bench" for k in s.secret_env}}
+
+
+def health_status(name: str) -> str:
+    return run(["docker", "inspect", "-f", "{{if .State.Health}}{{.State.Health.Status}}{{end}}", name]).stdout.strip()
+
+
+def wait_healthy(name: str) -> None:
+    """As the docker provider's `wait`: inspect once a second until the health check passes (or the same timeout)."""
+    deadline = time.monotonic() + WAIT_TIMEOUT_S
+    while (status := health_status(name)) != "healthy":
+        if status == "unhealthy" or time.monotonic() > deadline:
+            raise RuntimeError(f"{name} is {status or 'not healthy'}")
+        time.sleep(1.0)
+
+
+def waits_healthy(s: ServiceSpec) -> bool:
+    return bool(s.healthcheck) and not s.one_shot  # the container component's `wait`
+
+
+# --- plain docker ---------------------------------------------------------------------------------------------
+class Plain:
+    """The same images by `docker build`, the same containers by `docker create/network connect/start`."""
+
+    def __init__(self, lay: Layout):
+        self.lay, self.made, self.nets = lay, [], network_names(lay.p)
+
+    def build(self) -> float:
+        t0 = time.monotonic()
+        labels = ["--label", f"{LABEL}=plain-{RUN}"]
+        run_dag({tag: (deps, lambda tag=tag, args=args: run(
+            ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args], env={**os.environ, "DOCKER_BUILDKIT": "0"}))
+            for tag, (deps, args) in self.lay.images().items()})
         return time.monotonic() - t0
-    finally:
-        if made:
-            subprocess.run(["docker", "rm", "-f", *made], capture_output=True)
-        subprocess.run(["docker", "network", "rm", *nets.values()], capture_output=True)
+
+    def start_one(self, c: Placement, s: ServiceSpec) -> None:
+        att = self.lay.attachments(c)
+        args = ["docker", "create", "--name", c.name, "--label", f"{LABEL}=plain-{RUN}", "--restart", "no",
+                "--hostname", c.name if ROLES[c.role].per_task else c.role]
+        for k, v in sorted(c.labels.items()):
+            args += ["--label", f"{k}={v}"]
+        if att:
+            args += ["--network", self.nets[att[0][0]], "--ip", att[0][1]]
+            if att[0][0] == "internal":
+                args += ["--network-alias", c.role]
+        else:
+            args += ["--network", "none"]
+        for k, v in sorted(env_of(s).items()):
+            args += ["-e", f"{k}={v}"]
+        for m in s.mounts:
+            args += ["-v", f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}"]
+        if s.memory_mb:
+            args += ["--memory", f"{s.memory_mb}m"]
+        if s.user:
+            args += ["--user", s.user]
+        if s.healthcheck:
+            kind, *test = s.healthcheck
+            args += ["--health-cmd", " ".join(test),  # the CLI takes a shell command
+                     "--health-interval", HEALTH["interval"], "--health-timeout", HEALTH["timeout"],
+                     "--health-retries", str(HEALTH["retries"]), "--health-start-period", HEALTH["start_period"]]
+        if s.entrypoint:
+            args += ["--entrypoint", s.entrypoint[0]]
+        args += [s.image, *(s.entrypoint[1:] if s.entrypoint else ()), *(s.command or ())]
+        run(args)
+        self.made.append(c.name)
+        for kind, ip in att[1:]:
+            run(["docker", "network", "connect", "--ip", ip, self.nets[kind], c.name])
+        if s.one_shot:  # the provider's `attach`: wait for it to exit
+            run(["docker", "start", "-a", c.name])
+        else:
+            run(["docker", "start", c.name])
+            if waits_healthy(s):
+                wait_healthy(c.name)
+
+    def up(self) -> float:
+        t0 = time.monotonic()
+        for kind, subnet in self.lay.networks().items():
+            run(["docker", "network", "create", "--internal", "--subnet", subnet, "--label", f"{LABEL}=plain-{RUN}",
+                 self.nets[kind]])
+        run_dag({c.name: (self.lay.deps(c), lambda c=c, s=s: self.start_one(c, s)) for c, s in self.lay.containers})
+        return time.monotonic() - t0
+
+    def reup(self) -> float:
+        """What `up` with no changes checks: every container is there, running unless it may stop."""
+        t0 = time.monotonic()
+        out = run(["docker", "inspect", "-f", "{{.Name}} {{.State.Status}}", *self.made]).stdout.split("\n")
+        assert len([line for line in out if line]) == len(self.lay.containers), out
+        return time.monotonic() - t0
+
+    def down(self) -> float:
+        t0 = time.monotonic()
+        if self.made:
+            subprocess.run(["docker", "rm", "-f", *self.made], capture_output=True)
+        subprocess.run(["docker", "network", "rm", *self.nets.values()], capture_output=True)
+        self.made = []
+        return time.monotonic() - t0
 
 
-def bench(workers: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
+# --- compose --------------------------------------------------------------------------------------------------
+def compose_command() -> list[str] | None:
+    for cmd in (["docker", "compose"], ["docker-compose"]):
+        if shutil.which(cmd[0]) and subprocess.run([*cmd, "version"], capture_output=True).returncode == 0:
+            return cmd
+    return None
+
+
+class Compose:
+    """The same containers from a Compose file, on the plain side's images (`images`: compose tag -> plain tag)."""
+
+    def __init__(self, lay: Layout, images: dict[str, str], workdir: Path, cmd: list[str]):
+        self.lay, self.cmd = lay, [*cmd, "-p", f"bench-{lay.p.profile}", "-f", str(workdir / "compose.yaml")]
+        nets = network_names(lay.p)
+        specs = {c.name: s for c, s in lay.containers}
+        services = {}
+        for c, s in lay.containers:
+            svc: dict[str, Any] = {
+                "image": images[s.image], "container_name": c.name, "restart": "no",
+                "hostname": c.name if ROLES[c.role].per_task else c.role,
+                "labels": {**c.labels, LABEL: f"compose-{RUN}"}, "environment": env_of(s),
+                "volumes": [f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}" for m in s.mounts]}
+            att = lay.attachments(c)
+            svc["networks"] = {nets[k]: {"ipv4_address": ip, **({"aliases": [c.role]} if k == "internal" else {})}
+                               for k, ip in att}
+            if not att:
+                svc["network_mode"] = "none"
+            if s.memory_mb:
+                svc["mem_limit"] = f"{s.memory_mb}m"
+            if s.user:
+                svc["user"] = s.user
+            if s.entrypoint:
+                svc["entrypoint"] = list(s.entrypoint)
+            if s.command:
+                svc["command"] = list(s.command)
+            if s.healthcheck:
+                svc["healthcheck"] = {"test": list(s.healthcheck), **HEALTH}
+            deps = lay.deps(c)
+            if deps:
+                svc["depends_on"] = {d: {"condition": "service_completed_successfully" if specs[d].one_shot else
+                                         "service_healthy" if waits_healthy(specs[d]) else "service_started"}
+                                     for d in deps}
+            services[c.name] = svc
+        networks = {nets[k]: {"internal": True, "ipam": {"config": [{"subnet": subnet}]},
+                              "labels": {LABEL: f"compose-{RUN}"}} for k, subnet in lay.networks().items()}
+        (workdir / "compose.yaml").write_text(yaml.safe_dump({"version": "2.4", "services": services,
+                                                              "networks": networks}))
+
+    def up(self) -> float:
+        t0 = time.monotonic()
+        # Compose's own parallelism: docker-compose 1.29 hangs with a lower COMPOSE_PARALLEL_LIMIT and health waits
+        run([*self.cmd, "up", "-d"], timeout=COMPOSE_TIMEOUT_S)
+        waiting = [c.name for c, s in self.lay.containers if waits_healthy(s)]
+        run_dag({n: ([], lambda n=n: wait_healthy(n)) for n in waiting})  # Compose returns once they are started
+        return time.monotonic() - t0
+
+    def reup(self) -> float:
+        t0 = time.monotonic()
+        run([*self.cmd, "up", "-d", "--no-recreate"], timeout=COMPOSE_TIMEOUT_S)
+        return time.monotonic() - t0
+
+    def down(self) -> float:
+        t0 = time.monotonic()
+        subprocess.run([*self.cmd, "down", "--remove-orphans"], capture_output=True)
+        return time.monotonic() - t0
+
+
+# --- one size -------------------------------------------------------------------------------------------------
+def container_memory_mb(label_value: str) -> float:
+    """Mean memory used by this run's running containers of one side (`label_value`) (docker stats; a container
+    that stopped meanwhile is left out)."""
+    ids = run(["docker", "ps", "-q", "--filter", f"label={LABEL}={label_value}-{RUN}"]).stdout.split()
+    out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids], capture_output=True,
+                         text=True).stdout if ids else ""
+    units = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}
+    used = [float(amount[:-3]) * units[amount[-3:]] for amount in (line.split("/")[0].strip() for line in
+            out.splitlines()) if amount[-3:] in units]
+    return sum(used) / len(used) if used else 0.0
+
+
+def available_mb() -> int:
+    return next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemAvailable:")) // 1024
+
+
+def remove_leftovers(lay: Layout, built: list[str]) -> None:
+    """Whatever a failed or interrupted run left: the sides' containers and networks, the Pulumi side's too (its
+    profile's label), the images built under private tags, the cleanroom tags."""
+    for label in (*(f"{LABEL}={side}-{RUN}" for side in ("plain", "compose", "images")),
+                  f"{contract.PROFILE_LABEL}={lay.p.profile}"):
+        containers = run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split()
+        if containers:
+            subprocess.run(["docker", "rm", "-f", *containers], capture_output=True)
+        networks = run(["docker", "network", "ls", "-q", "--filter", f"label={label}"]).stdout.split()
+        if networks:
+            subprocess.run(["docker", "network", "rm", *networks], capture_output=True)
+    subprocess.run(["docker", "rmi", *built, *lay.images(), *[lay.p.cleanroom_image(t) for t in lay.p.tasks]],
+                   capture_output=True)
+
+
+def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str, Any]:
+    tasks = bench_tasks(ntasks)
+    result: dict[str, Any] = {"workers": workers, "tasks": ntasks}
+    with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
         tmpdir = Path(tmp)
-        stack = f"bench-w{workers}"
-        proj = project_copy(tmpdir, stack, config(workers, tmpdir / "data"))
+        stack = f"bench-w{workers}x{ntasks}"
+        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "pulumi")
+        built: list[str] = []  # the plain side's image tags
+        proj = project_copy(tmpdir, stack, config, standin_image=PRIVATE["standin"])
+        checkout = proj / "stacks" / "demo"
+        lay = layout(config, checkout)
+        result["containers"] = len(lay.containers)
+        fits = (len(lay.containers) <= UNMEASURED_MAX if per_container_mb is None
+                else per_container_mb * len(lay.containers) < MEMORY_SHARE * available_mb())
+        for t in tasks:
+            run(["docker", "tag", DEMO_CLEANROOM, lay.p.cleanroom_image(t)])
         env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
-        run = {"cwd": proj, "env": env}
-        timed([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
-               "--env-file", "none"], **run)
         pulumi = ["pulumi", "--non-interactive", "-s", stack]
         try:
-            preview = timed([*pulumi, "preview"], **run)
-            up = timed([*pulumi, "up", "--yes", "--skip-preview"], **run)
-            docker = plain_docker(workers, tmpdir / "data")
+            run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
+                 "--env-file", "none"], cwd=proj, env=env)
+            # as `make preview` runs it: a preview persists nothing, so no checkpoint after every step
+            result["preview"], result["preview_mb"] = timed_pulumi(
+                [*pulumi, "preview"], cwd=proj, env={**env, "PULUMI_SKIP_CHECKPOINTS": "true"})
+            if not fits:
+                result["skipped"] = (f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
+                                     f"{MEMORY_SHARE:.0%} of {available_mb()} MB available" if per_container_mb else
+                                     f"up: {len(lay.containers)} containers before any size measured their memory")
+                return result
+
+            failures = []
+            try:  # first, while the subnet picked for it is still free
+                result["up"], result["up_mb"] = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
+                result["reup"], _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
+            except RuntimeError as e:  # a side that fails is reported; the others still run
+                failures.append(f"pulumi: {str(e).splitlines()[0]}")
+            finally:
+                result["destroy"], _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
+
+            def side_layout(side: str) -> Layout:  # own names and subnets (picked now), the same checkout
+                return layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(),
+                                            tmpdir / side), checkout)
+
+            plain = Plain(side_layout("plain"))
+            built += list(plain.lay.images())
+            try:
+                result["plain_build"] = plain.build()
+                result["plain_up"] = plain.up()
+                result["plain_reup"] = plain.reup()
+                result["per_container_mb"] = container_memory_mb("plain")
+            except RuntimeError as e:
+                failures.append(f"plain: {str(e).splitlines()[0]}")
+            finally:
+                result["plain_down"] = plain.down()
+            cmd = compose_command()
+            if cmd is not None and "plain_build" in result:
+                other = side_layout("compose")
+                images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
+                compose = Compose(other, images, tmpdir, cmd)
+                try:
+                    result["compose_up"] = compose.up()
+                    result["compose_reup"] = compose.reup()
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    failures.append(f"compose: {str(e).splitlines()[0]}")
+                finally:
+                    result["compose_down"] = compose.down()
+            if failures:
+                result["skipped"] = "; ".join(failures)
         finally:
-            destroy = timed([*pulumi, "destroy", "--yes", "--skip-preview"], **run)
-            subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, **run)
-    return {"preview": preview, "up": up, "destroy": destroy, "docker_run": docker}
+            subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
+            remove_leftovers(lay, built)
+    return result
+
+
+COLUMNS = ("workers", "tasks", "containers", "preview", "preview_mb", "up", "up_mb", "reup", "destroy", "plain_build",
+           "plain_up", "plain_reup", "plain_down", "compose_up", "compose_reup", "compose_down", "up/plain", "up/compose")
+
+
+def row(r: dict[str, Any]) -> str:
+    if "plain_up" in r and "up" in r:
+        r["up/plain"] = r["up"] / (r["plain_build"] + r["plain_up"])
+    if "compose_up" in r and "up" in r:
+        r["up/compose"] = r["up"] / (r["plain_build"] + r["compose_up"])
+    cells = [f"{r[k]:.2f}" if k.startswith("up/") and k in r else f"{r[k]:.1f}" if isinstance(r.get(k), float)
+             else str(r.get(k, "-")) for k in COLUMNS]
+    return " ".join(c.rjust(len(k)) for c, k in zip(cells, COLUMNS)) + (f"   {r['skipped']}" if "skipped" in r else "")
 
 
 def main(argv: list[str]) -> int:
-    sizes = [int(a) for a in argv] or [2, 8, 32]
-    print("workers containers  preview_s  up_s  destroy_s  docker_run_s  up/docker")
-    for n in sizes:
-        r = bench(n)
-        print(f"{n:7d} {7 + 1 + 2 * n:10d} {r['preview']:9.1f} {r['up']:5.1f} {r['destroy']:10.1f} "
-              f"{r['docker_run']:13.1f} {r['up'] / r['docker_run']:10.1f}", flush=True)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workers", type=int, nargs="+", default=[2, 8, 32, 128])
+    ap.add_argument("--tasks", type=int, nargs="+", default=[1, 5])
+    ap.add_argument("--preview-only", action="store_true")
+    args = ap.parse_args(argv)
+    run(["docker", "image", "inspect", DEMO_CLEANROOM])  # made by `make demo`
+    print("seconds; *_mb: peak MB of `pulumi`; up/plain and up/compose count the plain side's image builds too")
+    print(" ".join(COLUMNS), flush=True)
+    per_container: float | None = None  # measured on the first size that runs
+    try:
+        private_images()
+        for ntasks in args.tasks:
+            for workers in args.workers:
+                r = bench(workers, ntasks, float("inf") if args.preview_only else per_container)
+                per_container = r.get("per_container_mb", per_container)
+                print(row(r), flush=True)
+    finally:
+        subprocess.run(["docker", "rmi", *reversed(PRIVATE.values())], capture_output=True)
+    if per_container is not None:
+        print(f"memory used per stand-in container: {per_container:.1f} MB (docker stats)")
     return 0
 
 
