@@ -154,6 +154,9 @@ def listed_models(body: Any) -> list[str] | None:
     return [m["id"] for m in data]
 
 
+LISTED = 12  # ids named in a failure: a gateway that lists hundreds still gives one readable line
+
+
 def check_model_list(a: PreflightModelInputs, token: str) -> str:
     """The model id is one the gateway lists (REQUIREMENTS 46), asked through the egress proxy with the workers'
     credential, so only the proxy holds the real one."""
@@ -173,8 +176,9 @@ def check_model_list(a: PreflightModelInputs, token: str) -> str:
     if a.model not in ids:
         close = difflib.get_close_matches(a.model, ids, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
+        shown = ", ".join(sorted(ids)[:LISTED]) + (f" and {len(ids) - LISTED} more" if len(ids) > LISTED else "")
         raise AssertionError(
-            f"model {a.model} is not offered by the gateway, which lists: {', '.join(sorted(ids)) or 'no model'}. "
+            f"model {a.model} is not offered by the gateway, which lists: {shown or 'no model'}. "
             f"Set agensh:model to one of them{hint} (`scripts/new_stack.py <stack> --set model=<id>`) and run "
             "`pulumi up` again")
     return f"{a.model} is one of the {len(ids)} models the gateway lists"
@@ -208,7 +212,7 @@ def run_checks(checks: dict[str, Callable[[], str]]) -> PreflightResult:
         except AssertionError as err:
             results[name] = Check(ok=False, detail=str(err))
             failed.append(f"{name}: {err}")
-            progress(f"preflight: {name} failed: {str(err)[:120]}")  # every failure on the console, not just the first
+            progress(f"preflight: {name} failed: {str(err)[:400]}")  # every failure and its fix on the console
     if failed:
         raise StepFailed(f"{len(failed)} preflight check(s) failed:\n  " + "\n  ".join(failed),
                          checks={k: v.model_dump() for k, v in results.items()})

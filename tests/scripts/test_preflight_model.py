@@ -89,6 +89,17 @@ def test_a_model_the_gateway_does_not_list_fails_with_the_ids_and_the_fix(tmp_pa
     assert checks["model"]["ok"]  # the live request is still made, and reported beside it
 
 
+def test_the_console_shows_the_whole_fix_and_a_long_list_is_shortened(tmp_path: Path, gateway: Gateway, capsys):
+    ids = [f"model-{i:03d}" for i in range(200)] + ["gpt-5.6-sol"]
+    gateway.models = listing(*ids)
+    rc, checks = run(tmp_path, gateway, model="openai/gpt-5.6-sol")
+    detail = checks["model-list"]["detail"]
+    assert rc == 1 and f"and {len(ids) - preflight.LISTED} more." in detail and "model-150" not in detail
+    assert "(did you mean gpt-5.6-sol?)" in detail  # the close match is named even when the list is cut
+    console = capsys.readouterr().err
+    assert f"preflight: model-list failed: {detail}" in console
+
+
 @pytest.mark.parametrize("answer,why", [
     ((404, b"not found", "text/plain"), "HTTP 404)"),
     ((501, b"", "text/plain"), "HTTP 501)"),
