@@ -54,6 +54,7 @@ ROLE_LABEL = "agensh.role"
 TASK_LABEL = "agensh.task"
 KIND_LABEL = "agensh.kind"
 REVISION_LABEL = "agensh.checkout-revision"  # preflight rejects router and board images of another revision
+NODE_LABEL = "agensh.node"  # swarm: a node's name (node label; hostnames may repeat) and a service's planned node
 
 
 def labels(profile: str, run_id: str, role: str, task_id: str | None = None, kind: str = "team") -> dict[str, str]:
