@@ -65,6 +65,11 @@ def labels(profile: str, run_id: str, role: str, task_id: str | None = None, kin
     return out
 
 
+def node_constraint(node: str) -> str:
+    """Swarm placement constraint pinning a service to the node labelled `agensh.node=<node>`."""
+    return f"node.labels.{NODE_LABEL}=={node}"
+
+
 def profile_filter(profile: str) -> str:
     """`docker ... --filter` value selecting every object of a profile."""
     return f"label={PROFILE_LABEL}={profile}"

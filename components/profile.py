@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import addressing, catalog, contract
+from . import addressing, catalog, contract, placement
+from .placement import SwarmSettings
 from .roles import ROLES
 from .schedule import Ramp, TaskBudget, budget
 
@@ -94,6 +95,10 @@ class Profile(BaseModel):
     cleanroom_org: str = Field(contract.CLEANROOM_ORG, description="Org of the cleanroom images (PROGRAMBENCH_DOCKER_ORG)")
     cleanroom_digests: dict[str, str] = Field(default_factory=dict, description="task id -> sha256 digest to pin")
     uncached: bool = Field(False, description="--no-cache builds under private tags <profile>-<run id>")
+
+    # Engine: one Docker host, or a Docker Swarm of several (components/placement.py)
+    engine: Literal["docker", "swarm"] = Field("docker", description="One Docker host, or a Docker Swarm of several")
+    swarm: SwarmSettings | None = Field(None, description="engine=swarm: manager, registry, nodes, placement policy")
 
     # Host (REQUIREMENTS 1-5)
     host_units: Literal["local", "remote", "off"] = Field("local", description="Where pbench.slice and the guard go")
@@ -221,7 +226,8 @@ class Profile(BaseModel):
         return {"team-limits": {"administrators": self.administrators,
                                 "platformConnections": self.mysql_platform_connections},
                 "memory-ceilings": {"workerMaxMb": self.worker_memory_gib * contract.GIB_MB,
-                                    "routerMaxMb": self.router_memory_gib * contract.GIB_MB}}
+                                    "routerMaxMb": self.router_memory_gib * contract.GIB_MB},
+                **({"swarm-placement": placement.policy_config(self)} if self.swarm and self.engine == "swarm" else {})}
 
     def digest(self) -> str:
         """Hash of every setting, recorded in provenance."""
@@ -310,6 +316,7 @@ def check(p: Profile) -> list[tuple[str, str]]:
             out.append(("profile", f"names for task {t} exceed {contract.MAX_NAME} characters; use a shorter profile"))
             break
     out += _check_subnets(p)
+    out += placement.problems(p)
     return out
 
 

@@ -26,7 +26,7 @@ from pulumi_policy import (
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the project: its contract
 
-from components import contract  # noqa: E402
+from components import contract, placement  # noqa: E402
 from components.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
 from components.profile import Profile  # noqa: E402
 
@@ -39,6 +39,7 @@ CONTAINER = "docker:index/container:Container"
 NETWORK = "docker:index/network:Network"
 VOLUME = "docker:index/volume:Volume"
 IMAGE = "docker:index/remoteImage:RemoteImage"
+SERVICE = "docker:index/service:Service"
 LABELLED = (CONTAINER, NETWORK, VOLUME)
 
 
@@ -331,5 +332,71 @@ labels_present = _policy(ResourceValidationPolicy, "labels-present",
                          "Every container, network and volume carries the profile and Compose-project labels.", _labels)
 
 
+# --- 11: the swarm plan fits its nodes --------------------------------------------------------------------------
+def service_node(props: dict[str, Any]) -> str | None:
+    """The node a service is pinned to, from its placement constraint (contract.node_constraint)."""
+    prefix = contract.node_constraint("")
+    for c in ((props.get("taskSpec") or {}).get("placement") or {}).get("constraints") or []:
+        if str(c).replace(" ", "").startswith(prefix):
+            return str(c).replace(" ", "")[len(prefix):]
+    return None
+
+
+def service_memory_mb(props: dict[str, Any]) -> float:
+    limits = ((props.get("taskSpec") or {}).get("resources") or {}).get("limits") or {}
+    return float(limits.get("memoryBytes") or 0) / (1024 * 1024)
+
+
+def _swarm_placement(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Every service is pinned to a node of the profile; per node and task, the members' memory ceilings, the CPUs
+    they count for and the pairs (plus the platform where it runs) fit the node, by placement.fit_problem."""
+    services = [r for r in args.resources if r.resource_type == SERVICE]
+    if not services:
+        return
+    cfg = args.get_config()
+    nodes = cfg.get("nodes") or {}
+    if not nodes:
+        report("the stack has swarm services but the policy config gives no node capacities (swarm-placement.nodes); "
+               "run scripts/new_stack.py for the stack, which writes them")
+        return
+    cpus = {"worker": float(cfg.get("workerCpus", 0)), "router": float(cfg.get("routerCpus", 0))}
+    platform = placement.Load(int(cfg.get("platformMemoryMb", 0)), float(cfg.get("platformCpus", 0)))
+    loads: dict[tuple[str, str | None], placement.Load] = {}
+    platform_on: set[str] = set()
+    for r in services:
+        node, r_role, task = service_node(r.props), role(r.props), label_map(r.props).get(TASK_LABEL)
+        if node is None:
+            report(f"service {r.name!r} has no placement constraint {contract.node_constraint('<node>')}; the plan "
+                   "pins every service to a node.")
+            continue
+        if node not in nodes:
+            report(f"service {r.name!r} is pinned to node {node!r}, which the profile's swarm does not list.")
+            continue
+        if r_role in cpus:
+            load = placement.Load(round(service_memory_mb(r.props)), cpus[r_role], int(r_role == "worker"))
+            loads[(node, task)] = loads.get((node, task), placement.Load()) + load
+        elif task is None:
+            platform_on.add(node)
+            if cfg.get("platformNode") and node != cfg["platformNode"]:
+                report(f"service {r.name!r} runs on {node!r}; the platform's node is {cfg['platformNode']!r} "
+                       "(its data stays there).")
+    for node in platform_on:  # the platform alone must fit too
+        loads.setdefault((node, None), placement.Load())
+    for (node, task), load in sorted(loads.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        n = nodes[node]
+        cap = placement.Capacity(int(n["memoryMb"]), float(n["cpus"]),
+                                 int(n["maxMembers"]) if n.get("maxMembers") is not None else None)
+        if problem := placement.fit_problem(node, cap, load + (platform if node in platform_on else placement.Load())):
+            report(f"{problem}{f' (task {task})' if task else ''}; add nodes or lower the ceilings.")
+
+
+swarm_placement = _policy(StackValidationPolicy, "swarm-placement",
+                          "Swarm services are pinned to nodes of the profile and what runs on a node at once fits it.",
+                          _swarm_placement,
+                          {"nodes": {"type": "object"}, "platformNode": {"type": ["string", "null"]},
+                           "platformMemoryMb": {"type": "integer"}, "platformCpus": {"type": "number"},
+                           "workerCpus": {"type": "number"}, "routerCpus": {"type": "number"}})
+
+
 POLICIES = [subnet_capacity, subnets_disjoint, worker_isolation, memory_ceilings, credentials_contained,
-            loopback_ports, image_pins, team_limits, model_settings, labels_present]
+            loopback_ports, image_pins, team_limits, model_settings, labels_present, swarm_placement]
