@@ -42,6 +42,7 @@ class SwarmNode(BaseModel):
     cpus: float = Field(gt=0, description="The host's CPUs")
     labels: dict[str, str] = Field(default_factory=dict, description="Further node labels (platform_on may name one)")
     ssh_host: str | None = Field(None, description="SSH host for this node's host units (the manager: local)")
+    docker_host: str | None = Field(None, description="The node's Docker API for the steps; default ssh://<ssh_host>")
     ssh_port: int = 22
     ssh_user: str = "root"
     data_root: str | None = Field(None, description="Profile data on this node; default the profile's data_root")
@@ -55,6 +56,8 @@ class SwarmSettings(BaseModel):
     docker_host: str = Field(description="The manager's Docker API: unix://, tcp:// or ssh://")
     registry: str = Field(description="host:port of the registry on the manager every node pulls from")
     nodes: list[SwarmNode] = Field(min_length=1)
+    build_network: str | None = Field(None, description="Network of the image builds' RUN steps on the manager "
+                                                        "(`host` where its daemon has no default bridge)")
     platform_on: str = Field(MANAGER, description="`manager`, or a node label `key=value` (the first such node)")
     max_members_per_node: int | None = Field(None, gt=0, description="Ceiling of router+worker pairs per node")
     worker_cpus: float = Field(1.0, gt=0, description="CPUs a worker counts for in the plan")
@@ -62,6 +65,14 @@ class SwarmSettings(BaseModel):
     platform_memory_gib: float = Field(8.0, ge=0, description="Memory the platform services take on their node")
     platform_cpus: float = Field(2.0, ge=0, description="CPUs the platform services take on their node")
     memory_overcommit: float = Field(1.0, gt=0, description="Memory ceilings may add up to this times a node's share")
+
+    def docker_host_of(self, node: SwarmNode) -> str | None:
+        """Where the steps reach a node's Docker API (its data directories, its workers' archives)."""
+        if node.role == "manager":
+            return self.docker_host
+        if node.docker_host:
+            return node.docker_host
+        return f"ssh://{node.ssh_user}@{node.ssh_host}:{node.ssh_port}" if node.ssh_host else None
 
     @property
     def manager(self) -> SwarmNode:
@@ -236,6 +247,9 @@ def problems(p: Profile) -> list[tuple[str, str]]:
     if p.host_units == "local":
         out += [("swarm.nodes", f"node {n.name!r} needs ssh_host for its host units (or host_units: off)")
                 for n in s.nodes if n.role != "manager" and not n.ssh_host]
+    out += [("swarm.nodes", f"node {n.name!r} needs docker_host or ssh_host: the steps make its data directories "
+                            "and collect its workers' archives through its Docker API")
+            for n in s.nodes if s.docker_host_of(n) is None and not (p.host_units == "local" and not n.ssh_host)]
     if out:
         return out
     made = plan(p)

@@ -4,21 +4,18 @@ board, token service, egress proxy, bootstrap; a baseline: the egress proxy)."""
 from __future__ import annotations
 
 import pulumi
-import pulumi_docker as docker
 
-from .containers import container
+from .containers import Declare
 from .images import Images
-from .networks import Networks
 from .profile import Profile
 from .roles import ROLES, spec
 from .topology import placements
 
 
 class Platform(pulumi.ComponentResource):
-    services: dict[str, docker.Container]
+    services: dict[str, pulumi.Resource]
 
-    def __init__(self, name: str, profile: Profile, nets: Networks, images: Images,
-                 secrets: dict[str, pulumi.Output[str]], after: list[pulumi.Resource],
+    def __init__(self, name: str, profile: Profile, declare: Declare, images: Images, after: list[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         """`after`: what every service waits for (a component's own depends_on does not reach its children)."""
         super().__init__("agensh:index:Platform", name, None, opts)
@@ -28,7 +25,7 @@ class Platform(pulumi.ComponentResource):
                 continue
             s = spec(profile, c)
             deps = [self.services[d] for d in ROLES[c.role].after if d in self.services]
-            self.services[c.role] = container(
-                f"{name}-{c.role}", profile, c, s, nets, secrets,
+            self.services[c.role] = declare(
+                f"{name}-{c.role}", c, s,
                 pulumi.ResourceOptions(parent=self, depends_on=[*after, *deps, images.by_name[s.image]]))
-        self.register_outputs({"services": {r: c.name for r, c in self.services.items()}})
+        self.register_outputs({"services": {r: c.name for r, c in self.services.items()}})  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ from .roles import ROLES
 from .schedule import Ramp, TaskBudget, budget
 
 NAMESPACE = "agensh"
-MAX_PORT_OFFSET = max(r.operator_port for r in ROLES.values() if r.operator_port is not None)
+MAX_PORT_OFFSET = max(o for r in ROLES.values() for o in (r.operator_port, r.manager_port) if o is not None)
 
 
 class Profile(BaseModel):
@@ -177,15 +177,20 @@ class Profile(BaseModel):
 
     @property
     def operator_network(self) -> ipaddress.IPv4Network | None:
-        """Only teams that publish operator ports have one."""
-        return addressing.derived_operator(self.subnet_octet) if self.kind == "team" and self.publish_ports else None
+        """Only teams that publish operator ports have one; on a swarm every team does (the steps reach the services
+        through the ports published on the manager)."""
+        published = self.publish_ports or self.engine == "swarm"
+        return addressing.derived_operator(self.subnet_octet) if self.kind == "team" and published else None
 
     @property
     def ports(self) -> dict[str, int]:
-        """Operator ports on 127.0.0.1, by role."""
+        """Operator ports by role: on 127.0.0.1 of one host; on a swarm on the manager, with the roles the steps reach
+        there (manager_port)."""
         if not self.operator_network:
             return {}
-        return {r.name: self.port_base + r.operator_port for r in ROLES.values() if r.operator_port is not None}
+        offsets = {r.name: r.operator_port if r.operator_port is not None or self.engine != "swarm" else r.manager_port
+                   for r in ROLES.values()}
+        return {role: self.port_base + o for role, o in offsets.items() if o is not None}
 
     @property
     def private_tag(self) -> str | None:

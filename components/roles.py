@@ -53,6 +53,7 @@ class Role:
     networks: tuple[Network, ...] = ("internal",)
     slot: int | None = None  # platform address: host 2 + slot of the internal network
     operator_port: int | None = None  # offset from port_base when operator ports are published (127.0.0.1)
+    manager_port: int | None = None  # swarm: offset from port_base where the steps reach a role without operator port
     after: tuple[str, ...] = ()  # platform roles that must be up first
     kinds: tuple[str, ...] = ("team",)  # profile kinds that run it
     per_task: bool = False  # one per worker per task (router, worker) or per task (snapshot)
@@ -64,9 +65,22 @@ def url(p: Profile, role: str) -> str:
 
 
 def address(p: Profile, role: str) -> str:
+    """Where the team reaches a platform service: its fixed address on one host; on a swarm, where services get no
+    fixed address, its service name (the overlay network's DNS)."""
+    if p.engine == "swarm":
+        return contract.resource_name(p.profile, role)
     slot = ROLES[role].slot
     assert slot is not None, role
     return addressing.service_ip(p.internal_network, slot)
+
+
+def operator_url(p: Profile, role: str) -> str:
+    """Where the steps reach a platform service: on one host its address (the host sits on the internal network); on
+    a swarm the port it publishes on the manager."""
+    if p.engine == "swarm":
+        assert p.swarm is not None
+        return f"http://{p.swarm.manager.address}:{p.ports[role]}"
+    return url(p, role)
 
 
 def data(p: Profile, *parts: str) -> str:
@@ -161,6 +175,12 @@ def router(p: Profile, c: Placement) -> ServiceSpec:
         secret_env={"MYSQL_PASSWORD": "mysql_root_password"}, healthcheck=http_check(HTTP_PORT))
 
 
+def router_address(p: Profile, c: Placement) -> str | None:
+    """A worker's own router: its fixed address, or on a swarm its service name."""
+    assert c.task is not None and c.index is not None
+    return contract.member_name(p.profile, c.task, "router", c.index) if p.engine == "swarm" else c.router_ip
+
+
 def worker(p: Profile, c: Placement) -> ServiceSpec:
     assert c.task is not None and c.index is not None
     pd = ProfileDir.of(p)
@@ -171,7 +191,7 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
         stopped_on_purpose=True,
         env={**member_env(p, c), **model_env(p), "TOKEN_SERVICE_URL": url(p, "secret-service"),
              "LLM_PROXY_URL": url(p, "egress-proxy"),
-             "ROUTER_URL": f"http://{c.router_ip}:{HTTP_PORT}" if team else "",
+             "ROUTER_URL": f"http://{router_address(p, c)}:{HTTP_PORT}" if team else "",
              "PBENCH_WAKE_OFFSET_S": str(p.task_budget.worker_offsets[c.index - 1]),
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
              "TEAM_REPO": f"{contract.TEAM_ORG}/{contract.task_slug(c.task)}", "WORKERS": str(p.workers),
@@ -202,7 +222,7 @@ ROLES: dict[str, Role] = {r.name: r for r in (
     Role("mattermost", mattermost, port=8065, slot=2, operator_port=1, after=("mysql",)),
     Role("board", board, slot=3, operator_port=2),
     Role("secret-service", secret_service, slot=4, operator_port=3),
-    Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, kinds=("team", "baseline")),
+    Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, manager_port=5, kinds=("team", "baseline")),
     Role("model", model, networks=("egress",), kinds=()),  # only with model_standin (the demo)
     Role("bootstrap", bootstrap, slot=6, after=("gitea", "mattermost", "secret-service")),
     Role("router", router, per_task=True),

@@ -11,6 +11,7 @@ import ipaddress
 import os
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from pulumi_policy import (
@@ -40,7 +41,7 @@ NETWORK = "docker:index/network:Network"
 VOLUME = "docker:index/volume:Volume"
 IMAGE = "docker:index/remoteImage:RemoteImage"
 SERVICE = "docker:index/service:Service"
-LABELLED = (CONTAINER, NETWORK, VOLUME)
+LABELLED = (CONTAINER, NETWORK, VOLUME, SERVICE)
 
 
 # --- reading properties ---------------------------------------------------------------------------
@@ -62,11 +63,49 @@ def env_map(props: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def containers(args: StackValidationArgs) -> list[PolicyResource]:
-    return [r for r in args.resources if r.resource_type == CONTAINER]
+@dataclass(frozen=True)
+class Viewed:
+    """A container, or a swarm service seen as the container it runs (the rules read containers' properties)."""
+
+    resource_type: str
+    name: str
+    props: dict[str, Any]
 
 
-def _name(args: ResourceValidationArgs | PolicyResource) -> str:
+def service_as_container(props: dict[str, Any]) -> dict[str, Any]:
+    """A docker.Service's properties in the shape of a docker.Container's: labels, environment, user, memory
+    ceiling, command, networks, mounts and published ports of its task."""
+    task = props.get("taskSpec") or {}
+    spec = task.get("containerSpec") or {}
+    env = spec.get("env") or {}
+    return {"name": props.get("name"), "labels": props.get("labels") or [], "user": spec.get("user"),
+            "envs": [f"{k}={v}" for k, v in env.items()], "memory": service_memory_mb(props) or None,
+            "command": list(spec.get("args") or []),
+            "networksAdvanced": [{"name": n.get("name") or n.get("id")} for n in task.get("networksAdvanceds") or []],
+            "volumes": [{"hostPath": m.get("source"), "containerPath": m.get("target")} for m in spec.get("mounts") or []],
+            "ports": [{"internal": pt.get("targetPort"), "external": pt.get("publishedPort"),
+                       "mode": pt.get("publishMode", "ingress")} for pt in (props.get("endpointSpec") or {}).get("ports") or []],
+            "secrets": [x.get("secretName") for x in spec.get("secrets") or []]}
+
+
+def view(resource_type: str, name: str, props: dict[str, Any]) -> Viewed | None:
+    if resource_type == CONTAINER:
+        return Viewed(resource_type, name, props)
+    if resource_type == SERVICE:
+        return Viewed(resource_type, name, service_as_container(props))
+    return None
+
+
+def containers(args: StackValidationArgs) -> list[Viewed]:
+    """Every container of the stack, and every swarm service as the container it runs."""
+    return [v for r in args.resources if (v := view(r.resource_type, r.name, r.props)) is not None]
+
+
+def viewed(args: ResourceValidationArgs) -> Viewed | None:
+    return view(args.resource_type, args.name, args.props)
+
+
+def _name(args: ResourceValidationArgs | PolicyResource | Viewed) -> str:
     return f"{args.resource_type.split(':')[-1]} {args.name!r}"
 
 
@@ -134,9 +173,10 @@ subnets_disjoint = _policy(StackValidationPolicy, "subnets-disjoint",
 
 # --- 3: worker isolation -------------------------------------------------------------------------------
 def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER or role(args.props) != "worker":
+    v = viewed(args)
+    if v is None or role(v.props) != "worker":
         return
-    p = args.props
+    p = v.props
     nets = p.get("networksAdvanced") or []
     if len(nets) != 1:
         report(f"{_name(args)} joins {len(nets)} networks; a worker joins the internal team network only.")
@@ -160,18 +200,19 @@ worker_isolation = _policy(ResourceValidationPolicy, "worker-isolation",
 
 # --- 4: memory ceilings ----------------------------------------------------------------------------------
 def _memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER:
+    v = viewed(args)
+    if v is None:
         return
     cfg = args.get_config()
     contract_max = {"worker": contract.WORKER_MEMORY_MAX_GIB, "router": contract.ROUTER_MEMORY_MAX_GIB}
-    r = role(args.props)
+    r = role(v.props)
     if r not in contract_max:
         return
     # the profile's own ceiling (policy config from new_stack), never above the contract's
     limit_mb = min(cfg.get(f"{r}MaxMb") or contract_max[r] * contract.GIB_MB, contract_max[r] * contract.GIB_MB)
-    problem = contract.memory_problem(r, args.props.get("memory"), contract_max[r])
-    if problem is None and args.props.get("memory") > limit_mb:
-        problem = f"the {r} may use {args.props.get('memory'):.0f} MB; the profile's {r} ceiling is {limit_mb:.0f} MB"
+    problem = contract.memory_problem(r, v.props.get("memory"), contract_max[r])
+    if problem is None and v.props.get("memory") > limit_mb:
+        problem = f"the {r} may use {v.props.get('memory'):.0f} MB; the profile's {r} ceiling is {limit_mb:.0f} MB"
     if problem:
         report(f"{_name(args)}: {problem}.")
 
@@ -204,6 +245,10 @@ def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
                 report(f"worker {c.name!r} has {key} in its environment; workers hold only the local proxy credential.")
             elif r == "worker" and value in secret_values and key != contract.PROXY_CREDENTIAL_ENV:
                 report(f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy credential.")
+    for c in containers(args):
+        if c.props.get("secrets") and role(c.props) not in allowed:
+            report(f"service {c.name!r} ({role(c.props)}) is given the swarm secret(s) {c.props['secrets']}; only the "
+                   "egress proxy holds the model credential.")
     for r in args.resources:
         for label, value in label_map(r.props).items():
             if SECRETISH.search(str(label)) or any(s in str(value) for s in secret_values):
@@ -219,11 +264,18 @@ credentials_contained = _policy(StackValidationPolicy, "credentials-contained",
 
 # --- 6: published ports bind 127.0.0.1; a baseline publishes none ---------------------------------------
 def _loopback_ports(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER:
+    v = viewed(args)
+    if v is None:
         return
-    ports = args.props.get("ports") or []
-    if ports and label_map(args.props).get(KIND_LABEL) == "baseline":
+    ports = v.props.get("ports") or []
+    if ports and label_map(v.props).get(KIND_LABEL) == "baseline":
         report(f"{_name(args)} belongs to a baseline, which publishes no host port; remove its ports.")
+    if v.resource_type == SERVICE:  # swarm cannot bind 127.0.0.1: host mode, on the node the service is pinned to
+        for port in ports:
+            if port.get("mode") != "host" or service_node(args.props) is None:
+                report(f"{_name(args)} publishes port {port.get('external')} in {port.get('mode')} mode; a swarm "
+                       "service publishes operator ports in host mode, pinned to the manager (never the routing mesh).")
+        return
     for port in ports:
         ip = port.get("ip", "0.0.0.0")
         if ip != "127.0.0.1":
@@ -293,9 +345,10 @@ team_limits = _policy(StackValidationPolicy, "team-limits",
 
 # --- 9: model settings ----------------------------------------------------------------------------------------
 def _model(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER or role(args.props) not in ("egress-proxy", "worker"):
+    v = viewed(args)
+    if v is None or role(v.props) not in ("egress-proxy", "worker"):
         return
-    cfg, env = args.get_config(), env_map(args.props)
+    cfg, env = args.get_config(), env_map(v.props)
     models = cfg.get("allowedModels", [contract.PINNED_MODEL])
     efforts = cfg.get("allowedEfforts", [contract.PINNED_EFFORT])
     if "MODEL" in env and env["MODEL"] not in models:

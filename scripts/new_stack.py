@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = doc or {}
     config: dict[str, Any] = dict(doc.get("config") or {})
     prefix = f"{NAMESPACE}:"
-    plain = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and not isinstance(v, dict)}
+    plain = {k[len(prefix):]: v for k, v in config.items()
+             if k.startswith(prefix) and not (isinstance(v, dict) and "secure" in v)}  # secrets stay encrypted
     if args.source:
         source = (yaml.safe_load(Path(args.source).read_text()) or {}).get("config") or {}
         plain.update({k[len(prefix):]: v for k, v in source.items() if k.startswith(prefix)})

@@ -81,8 +81,10 @@ class Lab(BaseModel):
     def swarm_settings(self, memory_gib: float, cpus: float) -> dict:
         """The profile's `swarm` setting for this lab (components/placement.py: SwarmSettings)."""
         return {"docker_host": f"unix://{self.manager.socket}", "registry": self.registry,
+                "build_network": "host",  # the daemons have no default bridge; `host` is the node's own namespace
                 "nodes": [{"name": n.name, "address": n.address, "role": "manager" if i == 0 else "worker",
-                           "memory_gib": memory_gib, "cpus": cpus} for i, n in enumerate(self.nodes)]}
+                           "memory_gib": memory_gib, "cpus": cpus, "docker_host": f"unix://{n.socket}"}
+                          for i, n in enumerate(self.nodes)]}
 
 
 def run(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess[str]:
