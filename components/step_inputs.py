@@ -123,6 +123,7 @@ class SwarmNodesInputs(BaseModel):
 
     profile: str
     nodes: list[NodeDirs]
+    published: list[str] = Field(default_factory=list)  # the registry names the images were tagged with
 
 
 class EvaluateInputs(TaskInputs):

@@ -154,7 +154,9 @@ class Swarm(pulumi.ComponentResource):
             return out
 
         helper = self.refs[self.p.worker_image(self.p.tasks[0])]
-        return Step(f"{self.name}-nodes", "swarm_nodes", si.SwarmNodesInputs(profile=self.p.profile, nodes=[]),
+        published = sorted(registry_name(self.s.registry, image) for image in self.refs)
+        return Step(f"{self.name}-nodes", "swarm_nodes",
+                    si.SwarmNodesInputs(profile=self.p.profile, nodes=[], published=published),
                     pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[after])), args="create",
                     delete=f"{Step.python()} -m scripts.swarm_nodes delete", late={"nodes": helper.apply(node_dirs)})
 
@@ -224,7 +226,7 @@ class Swarm(pulumi.ComponentResource):
                 mounts.append(docker.ServiceTaskSpecContainerSpecMountArgs(
                     type="bind", source=m.host_path, target=m.container_path, read_only=m.read_only))
         published = c.role in p.ports
-        attach = [docker.ServiceTaskSpecNetworksAdvancedArgs(name=self.networks[k].id,
+        attach = [docker.ServiceTaskSpecNetworksAdvancedArgs(id=self.networks[k].id,
                                                               aliases=[c.role] if not role.per_task else None)
                   for k in (*role.networks, *(("operator",) if published else ()))]
         labels = {**c.labels, contract.NODE_LABEL: node.name}
@@ -245,7 +247,7 @@ class Swarm(pulumi.ComponentResource):
                 placement=docker.ServiceTaskSpecPlacementArgs(constraints=[contract.node_constraint(node.name)]),
                 resources=docker.ServiceTaskSpecResourcesArgs(limits=docker.ServiceTaskSpecResourcesLimitsArgs(
                     memory_bytes=s.memory_mb * 1024 * 1024)) if s.memory_mb else None,
-                restart_policy=docker.ServiceTaskSpecRestartPolicyArgs(condition="none")),
+                restart_policy=docker.ServiceTaskSpecRestartPolicyArgs(condition="none", delay="0s", window="0s")),
             mode=docker.ServiceModeArgs(replicated=docker.ServiceModeReplicatedArgs(replicas=1)),
             # names resolve to the task itself (DNS round robin of one): no virtual IP, which needs IPVS on every node
             endpoint_spec=docker.ServiceEndpointSpecArgs(mode="dnsrr", ports=[docker.ServiceEndpointSpecPortArgs(

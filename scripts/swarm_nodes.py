@@ -7,8 +7,9 @@ container of an image the node has (by digest from the manager's registry), with
 mounted. Swarm refuses to start a task whose bind source does not exist, and its data must stay on its node.
 
     create: mkdir every bind source (archives owned by the worker uid)
-    delete: remove the profile's directory on every node but the manager (the profile_data step removes that one,
-            after its own checks), then the profile's images on those nodes
+    delete: once the swarm has removed the services' containers from a node, remove the profile's directory there
+            (not on the manager: the profile_data step removes that one, after its own checks), then the profile's
+            images and the registry names they were tagged or pulled with
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Mapping
 
@@ -24,6 +26,7 @@ from components.step_inputs import NodeArchive, NodeDirs, SwarmNodesInputs
 from scripts.step import load_inputs, progress
 
 HELPER_MOUNT = "/node"
+CONTAINERS_GONE_S = 120  # swarm removes a removed service's task containers on each node in its own time
 
 
 def helper(docker_host: str, image: str, mount: str, script: str, read_only: bool = False,
@@ -49,14 +52,27 @@ def create(node: NodeDirs) -> None:
     progress(f"swarm_nodes: {node.node}: {len(node.dirs) + len(node.owned)} directories under {node.profile_dir}")
 
 
-def delete(node: NodeDirs, profile: str) -> None:
+def docker(node: NodeDirs, *args: str) -> list[str]:
+    return subprocess.run(["docker", "-H", node.docker_host, *args], capture_output=True, text=True).stdout.split()
+
+
+def delete(node: NodeDirs, profile: str, published: list[str]) -> None:
+    deadline = time.monotonic() + CONTAINERS_GONE_S
+    while docker(node, "ps", "-aq", "--filter", contract.profile_filter(profile)) and time.monotonic() < deadline:
+        time.sleep(2)
     if not node.manager:
         helper(node.docker_host, node.image, str(Path(node.profile_dir).parent),
                f"rm -rf '{HELPER_MOUNT}/{Path(node.profile_dir).name}'")
-        ids = subprocess.run(["docker", "-H", node.docker_host, "images", "-q", "--filter", contract.profile_filter(profile)],
-                             capture_output=True, text=True).stdout.split()
-        if ids:
-            subprocess.run(["docker", "-H", node.docker_host, "rmi", "-f", *sorted(set(ids))], capture_output=True)
+    repos = {name.rsplit(":", 1)[0] for name in published}
+    names = []  # the registry names: by name where tagged (other names of the image stay), else (pulled by digest) by id
+    for line in docker(node, "images", "--format", "{{.ID}}={{.Repository}}:{{.Tag}}"):
+        image_id, ref = line.split("=", 1)
+        if ref.rsplit(":", 1)[0] in repos:
+            names.append(image_id if ref.endswith(":<none>") else ref)
+    ids = docker(node, "images", "-q", "--filter", contract.profile_filter(profile))
+    if names or ids:
+        subprocess.run(["docker", "-H", node.docker_host, "rmi", "-f", *sorted(set(names)), *sorted(set(ids))],
+                       capture_output=True)
     progress(f"swarm_nodes: {node.node}: the profile's directory and images removed")
 
 
@@ -75,7 +91,7 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     problems = []
     for node in a.nodes:
         try:
-            create(node) if mode == "create" else delete(node, a.profile)
+            create(node) if mode == "create" else delete(node, a.profile, a.published)
         except (RuntimeError, OSError) as err:
             problems.append(str(err))
     for problem in problems:
