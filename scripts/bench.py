@@ -3,8 +3,11 @@
 For each team size it makes a copy of the project with a stack from the demo profile (bare topology:
 `run_steps: false`), then times `pulumi preview`, `pulumi up` (done when every container runs, services healthy),
 `pulumi destroy`, and the same networks and containers started by plain `docker run` calls in one process.
+`--swarm` times the same team on a two-node swarm (scripts/swarm_lab.py, made and removed by the benchmark) beside
+the single-host engine.
 
-    .venv/bin/python -m scripts.bench 2 8 32        (after `make setup` and one `make demo` for the images)
+    .venv/bin/python -m scripts.bench 2 8 32            (after `make setup` and one `make demo` for the images)
+    .venv/bin/python -m scripts.bench --swarm 2 8 32    (as root: the lab needs network namespaces)
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from components import contract
 from components.profile import parse_profile
 from components.roles import spec
 from components.topology import network_names, placements
+from scripts import swarm_lab
 from scripts.sandbox import ROOT, isolated_env, profile_config, project_copy
 
 
@@ -30,10 +34,20 @@ def timed(cmd: list[str], **kw) -> float:
     return time.monotonic() - t0
 
 
-def config(workers: int, data: Path) -> dict:
-    return profile_config("demo.profile.yaml", profile=f"bench-w{workers}", workers=workers, run_steps=False,
-                          subnet_octet=246, llm_upstream="http://10.246.255.3:8080", data_root=str(data),
-                          keep_pulled_images=True, host_units="off", mm_max_users_per_team=max(200, workers + 3))
+def config(workers: int, data: Path, **extra) -> dict:
+    return profile_config("demo.profile.yaml", **{
+        "profile": f"bench-w{workers}", "workers": workers, "run_steps": False, "subnet_octet": 246,
+        "llm_upstream": "http://10.246.255.3:8080", "data_root": str(data), "keep_pulled_images": True,
+        "host_units": "off", "mm_max_users_per_team": max(200, workers + 3), **extra})
+
+
+def swarm_config(lab: swarm_lab.Lab, workers: int, data: Path) -> dict:
+    """The same team on the lab: each node declared large enough for all pairs (the plan's numbers, not the
+    machine's: the lab's nodes share this machine's CPUs and memory)."""
+    settings = lab.swarm_settings(memory_gib=64, cpus=16) | {"platform_memory_gib": 1, "platform_cpus": 0.5,
+                                                            "worker_cpus": 0.5, "router_cpus": 0.25}
+    settings["nodes"][1]["data_root"] = str(data.parent / "data-n2")
+    return {"engine": "swarm", "swarm": settings, "llm_upstream": f"http://omcgitea-bench-w{workers}-model:8080"}
 
 
 def plain_docker(workers: int, data: Path) -> float:
@@ -77,11 +91,12 @@ def plain_docker(workers: int, data: Path) -> float:
         subprocess.run(["docker", "network", "rm", *nets.values()], capture_output=True)
 
 
-def bench(workers: int) -> dict[str, float]:
+def bench(workers: int, lab: swarm_lab.Lab | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
         stack = f"bench-w{workers}"
-        proj = project_copy(tmpdir, stack, config(workers, tmpdir / "data"))
+        extra = swarm_config(lab, workers, tmpdir / "data") if lab else {}
+        proj = project_copy(tmpdir, stack, config(workers, tmpdir / "data", **extra))
         env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
         run = {"cwd": proj, "env": env}
         timed([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
@@ -90,7 +105,7 @@ def bench(workers: int) -> dict[str, float]:
         try:
             preview = timed([*pulumi, "preview"], **run)
             up = timed([*pulumi, "up", "--yes", "--skip-preview"], **run)
-            docker = plain_docker(workers, tmpdir / "data")
+            docker = plain_docker(workers, tmpdir / "data") if lab is None else 0.0
         finally:
             destroy = timed([*pulumi, "destroy", "--yes", "--skip-preview"], **run)
             subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, **run)
@@ -98,12 +113,25 @@ def bench(workers: int) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    sizes = [int(a) for a in argv] or [2, 8, 32]
-    print("workers containers  preview_s  up_s  destroy_s  docker_run_s  up/docker")
-    for n in sizes:
-        r = bench(n)
-        print(f"{n:7d} {7 + 1 + 2 * n:10d} {r['preview']:9.1f} {r['up']:5.1f} {r['destroy']:10.1f} "
-              f"{r['docker_run']:13.1f} {r['up'] / r['docker_run']:10.1f}", flush=True)
+    on_swarm = "--swarm" in argv
+    sizes = [int(a) for a in argv if a != "--swarm"] or [2, 8, 32]
+    if not on_swarm:
+        print("workers containers  preview_s  up_s  destroy_s  docker_run_s  up/docker")
+        for n in sizes:
+            r = bench(n)
+            print(f"{n:7d} {7 + 1 + 2 * n:10d} {r['preview']:9.1f} {r['up']:5.1f} {r['destroy']:10.1f} "
+                  f"{r['docker_run']:13.1f} {r['up'] / r['docker_run']:10.1f}", flush=True)
+        return 0
+    lab = swarm_lab.up(2)
+    try:
+        swarm_lab.load(lab, swarm_lab.demo_images())
+        print("workers services  one-host up_s  destroy_s  swarm preview_s  up_s  destroy_s  swarm/one-host up")
+        for n in sizes:
+            host, sw = bench(n), bench(n, lab)
+            print(f"{n:7d} {7 + 2 * n:8d} {host['up']:13.1f} {host['destroy']:10.1f} {sw['preview']:15.1f} "
+                  f"{sw['up']:5.1f} {sw['destroy']:10.1f} {sw['up'] / host['up']:18.1f}", flush=True)
+    finally:
+        swarm_lab.down(lab)
     return 0
 
 

@@ -243,6 +243,17 @@ def load(lab: Lab, images: list[str]) -> dict[str, str]:
     return out
 
 
+def demo_images() -> list[str]:
+    """What a demo-profile stack on the lab expects on the manager as pulled (scripts/demo_images.py builds them here):
+    the stand-in base of the checkout's images, the stand-ins of MySQL, Gitea and Mattermost, the task's cleanroom."""
+    from scripts.demo_images import STANDIN, THIRD_PARTY
+    from scripts.sandbox import profile_config
+
+    cfg = profile_config("demo.profile.yaml")
+    cleanroom = [contract.cleanroom_image(t, cfg["agensh:cleanroom_org"]) for t in cfg["agensh:tasks"]]
+    return [STANDIN, *THIRD_PARTY.values(), *cleanroom]
+
+
 def _alive(pid: int) -> bool:
     """Running (a zombie left to an init that does not reap counts as gone)."""
     try:

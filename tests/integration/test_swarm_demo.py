@@ -13,12 +13,10 @@ from pathlib import Path
 import pytest
 
 from scripts import swarm_lab
-from scripts.demo_images import STANDIN, THIRD_PARTY
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
-CLEANROOM = "agensh-demo/testorg_1776_calculator.abc1234:task_cleanroom_v6"
 # The lab's nodes as the profile declares them: 4 GiB and 2 CPUs each; a pair (1 GiB worker + 1 GiB router) counts
 # 2 GiB and 0.75 CPUs, the platform 1 GiB and 0.5 CPUs: one pair beside the platform on n1, one pair on n2.
 NODE = {"memory_gib": 4, "cpus": 2}
@@ -83,7 +81,7 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab):
         if not made:
             assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
             run(sys.executable, "-m", "scripts.demo_images")
-            swarm_lab.load(lab, [STANDIN, *THIRD_PARTY.values(), CLEANROOM])  # what the manager would pull
+            swarm_lab.load(lab, swarm_lab.demo_images())  # what the manager would pull
         # the demo's relaxation (its cleanroom is built here, not pinned), which new_stack adds the profile's numbers to
         (proj / "stacks" / f"{profile}.policy.json").write_text((proj / "policies" / "demo.json").read_text())
         run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml",

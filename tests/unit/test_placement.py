@@ -116,3 +116,16 @@ def test_policy_config_carries_the_node_capacities():
     cfg = p.policy_config()["swarm-placement"]
     assert cfg["nodes"]["n1"] == {"memoryMb": 419430, "cpus": 64, "maxMembers": None}  # 512 GiB x 80%
     assert cfg["platformNode"] == "n1" and cfg["platformMemoryMb"] == 8 * 1024
+
+
+@pytest.mark.parametrize("workers, memory_gib, cpus, overcommit, hosts", [
+    (8, 512, 64, 1, 2), (32, 512, 64, 1, 7), (120, 512, 64, 1, 24),
+    (8, 256, 32, 1, 4), (32, 256, 32, 1, 16), (120, 256, 32, 1, 60),
+    (8, 512, 64, 2, 1), (32, 512, 64, 2, 3), (120, 512, 64, 2, 11)])
+def test_the_readme_figures(workers: int, memory_gib: int, cpus: int, overcommit: float, hosts: int):
+    """README, "One team across several hosts": hosts needed on hosts of a given size (whatever nodes are listed)."""
+    from components.profile import Profile
+
+    settings = swarm(workers, 1, memory_overcommit=overcommit)
+    settings["swarm"]["nodes"][0].update(memory_gib=memory_gib, cpus=cpus)
+    assert placement.hosts_needed(Profile.model_validate(settings)) == hosts
