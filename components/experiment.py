@@ -86,7 +86,9 @@ class Experiment(pulumi.ComponentResource):
             "networks": {k: str(n) for k, n in (("internal", p.internal_network), ("egress", p.egress_network),
                                                 ("operator", p.operator_network)) if n},
             "addresses": {c.name: {k: v for k, v in (("internal", c.internal_ip), ("egress", c.egress_ip),
-                                                     ("operator", c.operator_ip)) if v} for c in placements(p)},
+                                                     ("operator", c.operator_ip)) if v} for c in placements(p)}
+            if self.swarm is None else {},  # a swarm's services have names, no fixed addresses
+            **({"nodes": {c.name: self.swarm.on(c).name for c in placements(p)}} if self.swarm else {}),
             "ports": p.ports,
             "images": self.images.ids,
             **({"registry_digests": self.swarm.digests} if self.swarm else {}),
