@@ -23,7 +23,7 @@ from components.profile import parse_profile
 from components.roles import spec
 from components.topology import network_names, placements
 from scripts import swarm_lab
-from scripts.sandbox import ROOT, isolated_env, profile_config, project_copy
+from scripts.sandbox import ROOT, free_octet, isolated_env, profile_config, project_copy
 
 
 def timed(cmd: list[str], **kw) -> float:
@@ -41,13 +41,13 @@ def config(workers: int, data: Path, **extra) -> dict:
         "host_units": "off", "mm_max_users_per_team": max(200, workers + 3), **extra})
 
 
-def swarm_config(lab: swarm_lab.Lab, workers: int, data: Path) -> dict:
+def swarm_config(lab: swarm_lab.Lab, stack: str, data: Path) -> dict:
     """The same team on the lab: each node declared large enough for all pairs (the plan's numbers, not the
     machine's: the lab's nodes share this machine's CPUs and memory)."""
     settings = lab.swarm_settings(memory_gib=64, cpus=16) | {"platform_memory_gib": 1, "platform_cpus": 0.5,
                                                             "worker_cpus": 0.5, "router_cpus": 0.25}
     settings["nodes"][1]["data_root"] = str(data.parent / "data-n2")
-    return {"engine": "swarm", "swarm": settings, "llm_upstream": f"http://omcgitea-bench-w{workers}-model:8080"}
+    return {"engine": "swarm", "swarm": settings, "llm_upstream": f"http://omcgitea-{stack}-model:8080"}
 
 
 def plain_docker(workers: int, data: Path) -> float:
@@ -91,11 +91,15 @@ def plain_docker(workers: int, data: Path) -> float:
         subprocess.run(["docker", "network", "rm", *nets.values()], capture_output=True)
 
 
-def bench(workers: int, lab: swarm_lab.Lab | None = None) -> dict[str, float]:
+def bench(workers: int, lab: swarm_lab.Lab | None = None, plain: bool = True, name: str = "bench",
+          octet: int = 246, private: bool = False) -> dict[str, float]:
+    """`name`, `octet` and `private` (images under private tags, built without cache) keep a run's containers,
+    subnets and images apart from another benchmark's on the same engine."""
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
-        stack = f"bench-w{workers}"
-        extra = swarm_config(lab, workers, tmpdir / "data") if lab else {}
+        stack = f"{name}-w{workers}"
+        extra = {"profile": stack, "subnet_octet": octet, "llm_upstream": f"http://10.{octet}.255.3:8080"}
+        extra |= (swarm_config(lab, stack, tmpdir / "data") if lab else {}) | ({"uncached": True} if private else {})
         proj = project_copy(tmpdir, stack, config(workers, tmpdir / "data", **extra))
         env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
         run = {"cwd": proj, "env": env}
@@ -105,7 +109,7 @@ def bench(workers: int, lab: swarm_lab.Lab | None = None) -> dict[str, float]:
         try:
             preview = timed([*pulumi, "preview"], **run)
             up = timed([*pulumi, "up", "--yes", "--skip-preview"], **run)
-            docker = plain_docker(workers, tmpdir / "data") if lab is None else 0.0
+            docker = plain_docker(workers, tmpdir / "data") if plain else 0.0
         finally:
             destroy = timed([*pulumi, "destroy", "--yes", "--skip-preview"], **run)
             subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, **run)
@@ -125,9 +129,12 @@ def main(argv: list[str]) -> int:
     lab = swarm_lab.up(2)
     try:
         swarm_lab.load(lab, swarm_lab.demo_images())
-        print("workers services  one-host up_s  destroy_s  swarm preview_s  up_s  destroy_s  swarm/one-host up")
-        for n in sizes:
-            host, sw = bench(n), bench(n, lab)
+        print("workers services  one-host up_s  destroy_s  swarm preview_s  up_s  destroy_s  swarm/one-host up  "
+              "(images built without cache under private tags, in both)")
+        octet = free_octet()
+        for n in sizes:  # the one-host run under its own names and subnets, beside whatever else runs here
+            host = bench(n, plain=False, name="swbench", octet=octet, private=True)
+            sw = bench(n, lab, plain=False, name="swbench", private=True)
             print(f"{n:7d} {7 + 2 * n:8d} {host['up']:13.1f} {host['destroy']:10.1f} {sw['preview']:15.1f} "
                   f"{sw['up']:5.1f} {sw['destroy']:10.1f} {sw['up'] / host['up']:18.1f}", flush=True)
     finally:

@@ -10,7 +10,7 @@ and socket, and no default bridge. The namespaces hang on one host bridge of a f
 uses; the only iptables rule the lab adds accepts forwarding on that bridge (Docker's FORWARD policy is DROP), and
 no namespace has a default route: all traffic stays between the namespaces and the host's end of the bridge. The
 first node is the swarm manager and runs Debian's `docker-registry` on its bridge address; the others join as
-workers. Every node carries the label `agensh.node=<name>` (their hostnames are all this machine's).
+workers. Every node carries its name as the node label contract.NODE_LABEL (their hostnames are all the same).
 
 Everything made is recorded in `<state>/lab.json` as soon as it exists, so `down` removes exactly that (daemons,
 registry, mounts, data roots, namespaces, bridge, iptables rule), also after a failed `up`.
