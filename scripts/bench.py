@@ -30,7 +30,8 @@ def timed(cmd: list[str], **kw) -> float:
     t0 = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if out.returncode:
-        raise SystemExit(f"bench: {' '.join(cmd[:3])} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        errors = "\n".join(line for line in out.stdout.splitlines() if "error" in line.lower())[-3000:]
+        raise SystemExit(f"bench: {' '.join(cmd)} failed:\n{errors}\n{out.stderr[-2000:]}")
     return time.monotonic() - t0
 
 
