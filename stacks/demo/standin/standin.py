@@ -48,6 +48,9 @@ def log(msg: str) -> None:
 
 
 def env(name: str, default: str | None = None) -> str:
+    """A setting from the environment, or from the file `<name>_FILE` names (a swarm secret)."""
+    if name not in os.environ and os.environ.get(f"{name}_FILE"):
+        return Path(os.environ[f"{name}_FILE"]).read_text().strip()
     value = os.environ.get(name, default)
     if value is None:
         log(f"missing required environment variable {name}")
