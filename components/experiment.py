@@ -204,8 +204,10 @@ class Experiment(pulumi.ComponentResource):
             self.opts(*after), secrets=gitea_password, env=self.docker_env)
         team = Team(f"{name}-{slug}", p, task, self.declare, self.images, [seed], self.opts())
         self.teams.append(team)
+        swarm = self.swarm is not None
         wake = Step(f"{name}-{slug}-wake", "wake", si.WakeInputs(
-            **base, workers=dict(zip(archives, p.task_budget.worker_offsets))), self.opts(team))
+            **base, workers=dict(zip(archives, p.task_budget.worker_offsets)), services=swarm), self.opts(team),
+            env=self.docker_env)
         kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", si.KickoffInputs(
             **chat, prompt=str(self.checkout / "prompts" / "kickoff.md"), budget_s=p.task_budget.budget_s,
             kickoff_s=p.task_budget.kickoff_s), self.opts(wake), secrets=mattermost)
@@ -215,10 +217,10 @@ class Experiment(pulumi.ComponentResource):
                          self.opts(kickoff), secrets=mattermost)
         nudges = Step(f"{name}-{slug}-nudges", "nudges", si.NudgesInputs(
             **chat, workers=dict(zip(archives, self._archives(task))), idle_nudge_s=p.idle_nudge_s,
-            idle_check_s=p.idle_check_s), self.opts(kickoff), secrets=mattermost)
+            idle_check_s=p.idle_check_s, services=swarm), self.opts(kickoff), secrets=mattermost, env=self.docker_env)
         return Step(f"{name}-{slug}-shutdown", "shutdown", si.ShutdownInputs(
             **base, grace_s=p.export_grace_s, workers=archives, routers=[c.name for c in members(p, task, "router")],
-            services=self.swarm is not None), self.opts(export, reminders, nudges), env=self.docker_env,
+            services=swarm), self.opts(export, reminders, nudges), env=self.docker_env,
             late={"collect": self.swarm.archives(task)} if self.swarm else None)
 
     def _baseline_task(self, task: str, after: list[Any]) -> Step:

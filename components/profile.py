@@ -265,6 +265,9 @@ class Profile(BaseModel):
                 "mm_max_users": self.mm_max_users_per_team, "mysql_max_connections": self.mysql_max_connections,
                 "platform_connections": self.mysql_platform_connections}
 
+    def _data_dir(self, data_root: str) -> str:
+        return str(ProfileDir(Path(data_root) / self.profile).data())
+
     def policy_config(self) -> dict[str, dict[str, Any]]:
         """The policy pack's settings that come from this profile (`new_stack` writes them beside the stack), so
         the pack checks the rendered stack with the profile's own numbers."""
@@ -272,7 +275,9 @@ class Profile(BaseModel):
                                 "platformConnections": self.mysql_platform_connections},
                 "memory-ceilings": {"workerMaxMb": self.worker_memory_gib * contract.GIB_MB,
                                     "routerMaxMb": self.router_memory_gib * contract.GIB_MB},
-                "worker-isolation": {"dataDir": str(ProfileDir(Path(self.data_root) / self.profile).data())},
+                "worker-isolation": {"dataDir": self._data_dir(self.data_root), **({"nodeDataDirs": sorted(
+                    {self._data_dir(n.data_root) for n in self.swarm.nodes if n.data_root})}
+                    if self.swarm and self.engine == "swarm" else {})},
                 **({"swarm-placement": placement.policy_config(self)} if self.swarm and self.engine == "swarm" else {})}
 
     def digest(self) -> str:

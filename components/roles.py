@@ -160,10 +160,12 @@ def board(p: Profile, c: Placement) -> ServiceSpec:
 
 
 def secret_service(p: Profile, c: Placement) -> ServiceSpec:
-    """The token service; SECRET_SERVICE_CALLERS tells it the one address each agent's token may go to."""
+    """The token service; SECRET_SERVICE_CALLERS tells it the one address each agent's token may go to: the worker's
+    fixed address, or on a swarm (no fixed addresses) the worker's service name, which the token service resolves on
+    the team network when asked (the name resolves to that worker's task only)."""
     internal = p.internal_network
-    callers = {contract.agent_id(t, n): p.member_ip(t, "worker", n, internal)
-               for t in p.tasks for n in range(1, p.workers + 1)}
+    callers = {contract.agent_id(t, n): contract.member_name(p.profile, t, "worker", n) if p.engine == "swarm"
+               else p.member_ip(t, "worker", n, internal) for t in p.tasks for n in range(1, p.workers + 1)}
     return ServiceSpec(image=p.image("secret-service"),
                        env={"SECRET_SERVICE_TOKENS_DIR": "/tokens", "PORT": str(HTTP_PORT),
                             "SECRET_SERVICE_CALLERS": json.dumps(callers, sort_keys=True)},

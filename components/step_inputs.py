@@ -76,6 +76,7 @@ class SeedInputs(GiteaInputs):
 
 class WakeInputs(TaskInputs):
     workers: dict[str, float]  # container name -> seconds after the ramp's start, in wake order
+    services: bool = False  # swarm: the workers are services created with 0 replicas; waking scales one to 1
 
 
 class MattermostInputs(TaskInputs):
@@ -97,6 +98,7 @@ class NudgesInputs(MattermostInputs):
     workers: dict[str, str]  # container name -> agent id
     idle_nudge_s: int
     idle_check_s: int
+    services: bool = False  # swarm: the workers are services (their logs through the manager)
 
 
 class NodeArchive(BaseModel):

@@ -12,8 +12,9 @@ Everything is created through the manager's Docker API (`docker.Provider(host=sw
 - the files the containers mount from the manager only (the Agensh checkout's prompts, the project's script that
   creates the routers' database user in MySQL's initdb.d) as `docker.ServiceConfig`s;
 - each container of the topology as a one-replica `docker.Service` (same image, user, environment, mounts, memory
-  ceiling, health check, no restart), pinned by a placement constraint to the node the plan gives it; its data is
-  on that node (the node's `data_root`). The one-shot bootstrap runs to completion as a container on the manager,
+  ceiling, health check, no restart; a worker with every capability dropped, and created with 0 replicas: the wake
+  step scales it to 1 at its ramp offset), pinned by a placement constraint to the node the plan gives it; its data
+  is on that node (the node's `data_root`). The one-shot bootstrap runs to completion as a container on the manager,
   attached to the internal overlay network.
 """
 
@@ -244,6 +245,9 @@ class Swarm(pulumi.ComponentResource):
                     commands=list(s.entrypoint) if s.entrypoint else None,
                     args=list(s.command) if s.command else None, mounts=mounts, configs=configs,
                     secrets=secret_refs, healthcheck=health,
+                    # sandboxed: every capability dropped; swarm's container spec (API 1.41, the provider) has no
+                    # no-new-privileges, so a sandboxed service runs without it (the README says so)
+                    cap_drops=["ALL"] if s.sandboxed else None,
                     labels=[docker.ServiceTaskSpecContainerSpecLabelArgs(label=k, value=v)
                             for k, v in sorted(labels.items())],
                     stop_grace_period=f"{p.export_grace_s}s" if c.role == "worker" else None),
@@ -252,12 +256,13 @@ class Swarm(pulumi.ComponentResource):
                 resources=docker.ServiceTaskSpecResourcesArgs(limits=docker.ServiceTaskSpecResourcesLimitsArgs(
                     memory_bytes=s.memory_mb * 1024 * 1024)) if s.memory_mb else None,
                 restart_policy=docker.ServiceTaskSpecRestartPolicyArgs(condition="none", delay="0s", window="0s")),
-            mode=docker.ServiceModeArgs(replicated=docker.ServiceModeReplicatedArgs(replicas=1)),
+            # a woken worker is created with no task: the wake step scales it to 1 at its ramp offset
+            mode=docker.ServiceModeArgs(replicated=docker.ServiceModeReplicatedArgs(replicas=0 if s.woken else 1)),
             # names resolve to the task itself (DNS round robin of one): no virtual IP, which needs IPVS on every node
             endpoint_spec=docker.ServiceEndpointSpecArgs(mode="dnsrr", ports=[docker.ServiceEndpointSpecPortArgs(
                 target_port=role.port, published_port=p.ports[c.role], publish_mode="host")] if published else None),
             converge_config=docker.ServiceConvergeConfigArgs(**CONVERGE),
-            # stopped on purpose (scaled to 0 at shutdown): a refresh must not start it again
+            # stopped on purpose (woken, scaled to 0 at shutdown): a refresh must not start or stop it again
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
                 ignore_changes=["mode"] if s.stopped_on_purpose else None)))
 

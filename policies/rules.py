@@ -83,7 +83,8 @@ def service_as_container(props: dict[str, Any]) -> dict[str, Any]:
             "envs": [f"{k}={v}" for k, v in env.items()], "memory": service_memory_mb(props) or None,
             "command": list(spec.get("args") or []),
             "networksAdvanced": [{"name": n.get("name") or n.get("id")} for n in task.get("networksAdvanceds") or []],
-            "volumes": [{"hostPath": m.get("source"), "containerPath": m.get("target")} for m in spec.get("mounts") or []],
+            "volumes": [{"hostPath": m.get("source"), "containerPath": m.get("target"), "readOnly": m.get("readOnly")}
+                        for m in spec.get("mounts") or []],
             "ports": [{"internal": pt.get("targetPort"), "external": pt.get("publishedPort"),
                        "mode": pt.get("publishMode", "ingress")} for pt in (props.get("endpointSpec") or {}).get("ports") or []],
             "secrets": [x.get("secretName") for x in spec.get("secrets") or []]}
@@ -179,6 +180,7 @@ def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> 
         return
     p, cfg = v.props, args.get_config()
     profile = label_map(p).get(PROFILE_LABEL) or ""
+    data_dirs = [cfg.get("dataDir"), *(cfg.get("nodeDataDirs") or [])]  # a swarm's nodes may keep data elsewhere
     internal = contract.resource_name(profile, "internal")
     nets = [n.get("name") for n in p.get("networksAdvanced") or []]
     # a swarm service names its networks by id, unknown to the pack before they exist: one network, by count
@@ -201,14 +203,15 @@ def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> 
         elif host.rstrip("/") in ("", *contract.SYSTEM_DIRS) or host == "/":
             report(f"{_name(args)} mounts the host's {host or '/'}; workers mount only the profile's data and "
                    "read-only prompts.")
-        elif not m.get("readOnly") and not ProfileDir.holds_data(host, profile, cfg.get("dataDir")):
+        elif not m.get("readOnly") and not any(ProfileDir.holds_data(host, profile, d) for d in data_dirs):
             report(f"{_name(args)} mounts {host} writable, outside the profile's data; workers write only there.")
 
 
 worker_isolation = _policy(ResourceValidationPolicy, "worker-isolation",
                            "Workers join only the internal network, publish no ports, are not privileged, mount no "
                            f"Docker socket or system directory, write only into the profile's data and run as "
-                           f"{contract.WORKER_USER}.", _worker_isolation, {"dataDir": {"type": "string"}})
+                           f"{contract.WORKER_USER}.", _worker_isolation,
+                           {"dataDir": {"type": "string"}, "nodeDataDirs": {"type": "array", "items": {"type": "string"}}})
 
 
 # --- 4: memory ceilings ----------------------------------------------------------------------------------

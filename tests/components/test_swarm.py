@@ -33,10 +33,12 @@ def test_swarm_graph(tmp_path: Path, run_program):
         node = plan.node_of(profile, c.role, c.index)
         assert spec["placement"]["constraints"] == [contract.node_constraint(node)]
         assert spec["restartPolicy"]["condition"] == "none"
-        assert services[c.name]["mode"]["replicated"]["replicas"] == 1
+        # a worker has no task until the wake step scales it to 1 at its ramp offset
+        assert services[c.name]["mode"]["replicated"]["replicas"] == (0 if c.role == "worker" else 1)
         assert spec["containerSpec"]["image"].startswith("10.40.0.11:5000/") and "@sha256:" in spec["containerSpec"]["image"]
         if c.role == "worker":
             assert spec["containerSpec"]["user"] == contract.WORKER_USER
+            assert spec["containerSpec"]["capDrops"] == ["ALL"]
             assert spec["resources"]["limits"]["memoryBytes"] == 64 * 1024 ** 3
             assert len(spec["networksAdvanceds"]) == 1  # the internal network only, no published port
             assert not (services[c.name].get("endpointSpec") or {}).get("ports")
@@ -48,6 +50,15 @@ def test_swarm_graph(tmp_path: Path, run_program):
     assert {n["driver"] for n in nets.values()} == {"overlay"}
     assert nets["omcgitea-cohort-w120-swarm-internal"]["internal"] is True
     assert nets["omcgitea-cohort-w120-swarm-internal"]["attachable"] is True
+    # the database only on the data network (and the operator one for its published port), no worker there
+    assert nets["omcgitea-cohort-w120-swarm-data"]["internal"] is True
+    assert nets["omcgitea-cohort-w120-swarm-data"]["attachable"] is False
+    ids = {kind: f"experiment-swarm-{kind}-id" for kind in ("internal", "data", "operator")}  # the mocks' ids
+    attached = {n: {a["id"] for a in s["taskSpec"]["networksAdvanceds"]} for n, s in services.items()}
+    assert attached["omcgitea-cohort-w120-swarm-mysql"] == {ids["data"], ids["operator"]}
+    on_data = {n for n, nets_of in attached.items() if ids["data"] in nets_of}
+    assert {n.removeprefix("omcgitea-cohort-w120-swarm-").split("-")[0] for n in on_data} >= {"gitea", "mattermost"}
+    assert len([n for n in on_data if "-router-" in n]) == 120 and not any("-worker-" in n for n in on_data)
 
     token = SECRET_VALUES["llm_upstream_token"]
     (secret,) = by_type["docker:index/secret:Secret"]

@@ -10,7 +10,7 @@ from components.profile import parse_profile
 from components.topology import placements
 from policies import rules
 from tests.unit.test_placement import swarm
-from tests.unit.test_policies import check_stack, labels
+from tests.unit.test_policies import check, check_stack, labels
 
 S = rules.SERVICE
 
@@ -61,3 +61,34 @@ def test_services_must_be_pinned_to_listed_nodes_and_the_platform_to_its_node():
 
 def test_a_stack_without_services_is_not_concerned():
     assert check_stack(rules.swarm_placement, [], {}) == []
+
+
+def worker_service(**over: Any) -> dict[str, Any]:
+    """A worker service as the engine hands it over (its networks by id), with its archive on node n2's data root."""
+    spec = {"containerSpec": {"image": "x", "user": contract.WORKER_USER, "mounts": [
+        {"type": "bind", "source": "/srv/n2/p/data/agents/a/shutdown/r", "target": "/archive"}]},
+            "networksAdvanceds": [{"id": "net-internal-id"}]}
+    spec.update(over)
+    return {"name": "w", "labels": labels("worker", "t"), "taskSpec": spec}
+
+
+def test_worker_isolation_reads_a_worker_service_and_each_nodes_data():
+    """The worker-isolation rule holds for a swarm's worker services: one network (its id: the pack cannot know the
+    name before the network exists), no published port, the worker uid, writable mounts only in a node's data."""
+    raw = swarm(2, 2) | {"data_root": "/srv/n1"}
+    raw["swarm"]["nodes"][1]["data_root"] = "/srv/n2"
+    p = parse_profile(raw)
+    cfg = p.policy_config()["worker-isolation"]
+    assert cfg["nodeDataDirs"] == [f"/srv/n2/{p.profile}/data"]
+    ok = worker_service(containerSpec={"image": "x", "user": contract.WORKER_USER, "mounts": [
+        {"type": "bind", "source": f"/srv/n2/{p.profile}/data/agents/a/shutdown/r", "target": "/archive"}]})
+    assert check(rules.worker_isolation, S, ok, cfg) == []
+    two_nets = worker_service(networksAdvanceds=[{"id": "a"}, {"id": "b"}])
+    assert "joins 2 networks" in check(rules.worker_isolation, S, two_nets, cfg)[0]
+    elsewhere = worker_service(containerSpec={"image": "x", "user": contract.WORKER_USER, "mounts": [
+        {"type": "bind", "source": "/srv/other/data", "target": "/x"}]})
+    assert "writable, outside the profile's data" in check(rules.worker_isolation, S, elsewhere, cfg)[0]
+    as_root = worker_service(containerSpec={"image": "x", "user": "root"})
+    assert "runs as root" in check(rules.worker_isolation, S, as_root, cfg)[0]
+    published = dict(ok, endpointSpec={"ports": [{"targetPort": 8080, "publishedPort": 9000}]})
+    assert "publishes ports" in check(rules.worker_isolation, S, published, cfg)[0]

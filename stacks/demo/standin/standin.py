@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
 import re
@@ -387,8 +388,20 @@ def role_board() -> None:
 # --------------------------------------------------------------------------------------------- token service
 def role_secret_service() -> None:
     tokens = os.path.realpath(env("SECRET_SERVICE_TOKENS_DIR", "/tokens"))
-    # agent id -> the only address its token is handed to (the project's addressing model); none given: any caller
+    # agent id -> the only address its token is handed to (the project's addressing model), or on a swarm the name
+    # that resolves to it (the worker's service, looked up when asked); none given: any caller
     callers = json.loads(os.environ.get("SECRET_SERVICE_CALLERS") or "null")
+
+    def addresses(caller: str) -> set[str]:
+        if not caller:
+            return set()
+        try:
+            return {str(ipaddress.ip_address(caller))}
+        except ValueError:
+            try:
+                return set(socket.gethostbyname_ex(caller)[2])
+            except OSError:  # no such name (yet): nobody may have the token
+                return set()
 
     class H(Handler):
         protocol_version = "HTTP/1.1"  # keep-alive for good requests; rejected ones are closed
@@ -402,7 +415,7 @@ def role_secret_service() -> None:
             agent = path[len("/token/"):]
             if not AGENT_ID_RE.match(agent):
                 return self.error(400, "not a complete agent id", close=True)
-            if callers is not None and callers.get(agent) != self.client_address[0]:
+            if callers is not None and self.client_address[0] not in addresses(callers.get(agent) or ""):
                 return self.error(403, "this token belongs to another agent", close=True)
             target = os.path.realpath(os.path.join(tokens, f"{agent}.token"))
             if os.path.dirname(target) != tokens:
