@@ -37,7 +37,7 @@ def running(name: str, service: bool) -> bool:
     return out.stdout.strip() == "true"
 
 
-def start(name: str, service: bool) -> subprocess.CompletedProcess[str]:
+def start_worker(name: str, service: bool) -> subprocess.CompletedProcess[str]:
     """`docker start`, or on a swarm the scale to one task (returning once the task is scheduled, as `docker start`
     returns once the process is)."""
     cmd = ["docker", "service", "scale", "--detach", f"{name}=1"] if service else ["docker", "start", name]
@@ -60,7 +60,7 @@ def wake(a: WakeInputs) -> WakeResult:
             continue
         if (left := due - time.time()) > 0:
             time.sleep(left)
-        out = start(name, a.services)
+        out = start_worker(name, a.services)
         if out.returncode:
             raise StepFailed(f"could not start {name}: {out.stderr.strip()}", woken=len(wakes))
         at = time.time()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import swarm_lab
+from scripts import demo_images, swarm_lab
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,8 +57,11 @@ def profile_objects(lab: swarm_lab.Lab, profile: str) -> dict[str, list[str]]:
 @pytest.fixture
 def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab):
     """`make(**settings)`: a copy of the project whose stack is the demo profile with engine: swarm on the lab (its
-    own name, octet and data roots; n2 keeps its data apart), destroyed after the test."""
+    own name, octet and data roots; n2 keeps its data apart; the stand-in images under a private tag, so no other run's
+    images are rebuilt), destroyed after the test."""
     made = []
+    tag = f"swarmit-{uuid.uuid4().hex[:6]}"
+    standin, mattermost = demo_images.standin_images(tag)
 
     def make(**settings):
         lab = swarm
@@ -69,8 +72,9 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab):
         swarm_settings["nodes"][1]["data_root"] = str(root / "data-n2")
         proj = project_copy(root, profile, profile_config(
             "demo.profile.yaml", profile=profile, subnet_octet=octet, data_root=str(root / "data"),
+            traj_root=str(root / "traj"),
             llm_upstream=f"http://omcgitea-{profile}-model:8080", keep_pulled_images=True, engine="swarm",
-            swarm=swarm_settings, **settings))
+            swarm=swarm_settings, mattermost_image=mattermost, **settings), standin_image=standin)
         env = isolated_env(root, "swarm-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
         def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -80,8 +84,8 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab):
 
         if not made:
             assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
-            run(sys.executable, "-m", "scripts.demo_images")
-            swarm_lab.load(lab, swarm_lab.demo_images())  # what the manager would pull
+            run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", tag)
+            swarm_lab.load(lab, swarm_lab.demo_images(tag))  # what the manager would pull
         # the demo's relaxation (its cleanroom is built here, not pinned), which new_stack adds the profile's numbers to
         (proj / "stacks" / f"{profile}.policy.json").write_text((proj / "policies" / "demo.json").read_text())
         run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml",
@@ -93,6 +97,7 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab):
     for profile, run in made:
         run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
         run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
+    subprocess.run(["docker", "rmi", mattermost, standin], capture_output=True)
 
 
 def test_demo_on_two_nodes_scores_and_leaves_nothing(stack, swarm: swarm_lab.Lab):
@@ -129,6 +134,17 @@ def test_demo_on_two_nodes_scores_and_leaves_nothing(stack, swarm: swarm_lab.Lab
     shutdown = json.loads((run_dir / TASK / "receipts" / "shutdown.json").read_text())["result"]
     assert shutdown["archives_complete"] and set(shutdown["archives"].values()) == {"ok"}
 
+    # the wake step scaled each worker to its task at its ramp offset (none ran before), the nudges watched the
+    # services' logs until the deadline, the run was copied and verified and its report written
+    wake = json.loads((run_dir / TASK / "receipts" / "wake.json").read_text())["result"]
+    assert [w["already_awake"] for w in wake["wakes"]] == [False, False], wake
+    assert all(w["at_epoch"] >= w["due_epoch"] for w in wake["wakes"]), wake
+    assert json.loads((run_dir / TASK / "receipts" / "nudges.json").read_text())["status"] == "ok"
+    copy = data.parent.parent / "traj" / f"{profile}.20261129t000000z"
+    assert (copy / TASK / "submission.tar.gz").read_bytes() == (run_dir / TASK / "submission.tar.gz").read_bytes()
+    assert json.loads((run_dir / "run_manifest.json").read_text())["preserved"] == {TASK: True}
+    assert Path(outputs["report"]).is_file()
+
     again = run("pulumi", "up", "--yes", "--expect-no-changes", "--non-interactive", "-s", profile, *policy)
     assert "unchanged" in again.stdout
 
@@ -148,19 +164,29 @@ def test_a_worker_on_node_b_reaches_only_the_proxy_and_the_services(stack, swarm
     run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, "--policy-pack", "policies",
         "--policy-pack-config", f"stacks/{profile}.policy.json")
     prefix = f"omcgitea-{profile}"
-    worker = lab.docker(lab.nodes[1], "ps", "-q", "--filter", f"label=com.docker.swarm.service.name={prefix}-"
-                        "testorg-calculator-abc1234-worker-2").stdout.split()
+    service = f"{prefix}-testorg-calculator-abc1234-worker-2"
+    # a worker has no task before its wake; woken here by hand as the wake step does (the bare topology has none)
+    assert lab.docker(lab.manager, "service", "ps", "-q", service).stdout.split() == []
+    lab.docker(lab.manager, "service", "scale", "--detach=false", f"{service}=1")
+    worker = lab.docker(lab.nodes[1], "ps", "-q", "--filter", f"label=com.docker.swarm.service.name={service}"
+                        ).stdout.split()
     assert len(worker) == 1, "worker 2 runs on n2"
+    caps = lab.docker(lab.nodes[1], "inspect", "-f", "{{.HostConfig.CapDrop}} {{.Config.User}}", worker[0]).stdout
+    assert "ALL" in caps and "10000" in caps, caps
     base = {"proxy": f"http://{prefix}-egress-proxy:8080/healthz", "gitea": f"http://{prefix}-gitea:3000/api/healthz",
             "mattermost": f"http://{prefix}-mattermost:8065/api/v4/system/ping",
             "board": f"http://{prefix}-board:8080/healthz", "tokens": f"http://{prefix}-secret-service:8080/healthz",
-            "router": f"http://{prefix}-testorg-calculator-abc1234-router-2:8080/healthz"}
+            "router": f"http://{prefix}-testorg-calculator-abc1234-router-2:8080/healthz",
+            "own token": f"http://{prefix}-secret-service:8080/token/{TASK}-2"}
     denied = {"model": f"http://{prefix}-model:8080/healthz",
               "manager-ports": f"http://{lab.manager.address}:25400/",
-              "registry": f"http://{lab.registry}/v2/", "host": f"http://{lab.host_address}:22/"}
+              "registry": f"http://{lab.registry}/v2/", "host": f"http://{lab.host_address}:22/",
+              "database": f"http://{prefix}-mysql:3306/"}  # on the data network only: no name, no route
+    refused = {"worker 1's token": f"http://{prefix}-secret-service:8080/token/{TASK}-1"}
     got = json.loads(lab.docker(lab.nodes[1], "exec", worker[0], "python3", "-c", REACH,
-                                json.dumps(base | denied)).stdout)
+                                json.dumps(base | denied | refused)).stdout)
     assert {k: got[k] for k in base} == {k: 200 for k in base}, got
+    assert {k: got[k] for k in refused} == {k: 403 for k in refused}, got  # the token service knows worker 2's name
     assert all(not isinstance(got[k], int) for k in denied), got  # no answer at all: no route or no name
 
     token = env["LLM_UPSTREAM_TOKEN"]
