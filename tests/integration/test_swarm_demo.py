@@ -165,9 +165,10 @@ def test_a_worker_on_node_b_reaches_only_the_proxy_and_the_services(stack, swarm
         "--policy-pack-config", f"stacks/{profile}.policy.json")
     prefix = f"omcgitea-{profile}"
     service = f"{prefix}-testorg-calculator-abc1234-worker-2"
-    # a worker has no task before its wake; woken here by hand as the wake step does (the bare topology has none)
-    assert lab.docker(lab.manager, "service", "ps", "-q", service).stdout.split() == []
-    lab.docker(lab.manager, "service", "scale", "--detach=false", f"{service}=1")
+    other = service.replace("-worker-2", "-worker-1")
+    # a worker has no task before its wake; both woken here by hand as the wake step does (the bare topology has none)
+    assert lab.docker(lab.manager, "service", "ps", "-q", service, other).stdout.split() == []
+    lab.docker(lab.manager, "service", "scale", "--detach=false", f"{service}=1", f"{other}=1")
     worker = lab.docker(lab.nodes[1], "ps", "-q", "--filter", f"label=com.docker.swarm.service.name={service}"
                         ).stdout.split()
     assert len(worker) == 1, "worker 2 runs on n2"

@@ -393,15 +393,26 @@ def role_secret_service() -> None:
     callers = json.loads(os.environ.get("SECRET_SERVICE_CALLERS") or "null")
 
     def addresses(caller: str) -> set[str]:
+        """The caller's address, or what its name resolves to within RESOLVE_S (an unknown name on an internal
+        network waits for resolvers it cannot reach: nobody may have the token, and nobody waits long)."""
         if not caller:
             return set()
         try:
             return {str(ipaddress.ip_address(caller))}
         except ValueError:
+            pass
+        found: list[str] = []
+
+        def lookup() -> None:
             try:
-                return set(socket.gethostbyname_ex(caller)[2])
-            except OSError:  # no such name (yet): nobody may have the token
-                return set()
+                found.extend(socket.gethostbyname_ex(caller)[2])
+            except OSError:  # no such name (yet)
+                pass
+
+        t = threading.Thread(target=lookup, daemon=True)
+        t.start()
+        t.join(RESOLVE_S)
+        return set(found) if not t.is_alive() else set()
 
     class H(Handler):
         protocol_version = "HTTP/1.1"  # keep-alive for good requests; rejected ones are closed
@@ -569,6 +580,7 @@ def wait_for(url: str, limit: float) -> None:
         time.sleep(1)
 
 
+RESOLVE_S = 2.0  # the token service: how long a caller's name may take to resolve
 USERNAME_MAX = 22  # Mattermost's limit (3-22 characters, a letter first); Gitea allows 40 without `__` or `.-`
 
 
