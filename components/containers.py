@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Callable
 
 import pulumi
 import pulumi_docker as docker
@@ -15,6 +16,15 @@ from .topology import Placement
 SLICE = "pbench.slice"
 HEALTH = {"interval": "5s", "timeout": "3s", "retries": 30, "start_period": "5s"}
 WAIT_TIMEOUT_S = 180
+
+
+# How an engine declares one container of the topology (Platform and Team call it): a container here, a swarm
+# service in components/swarm.py.
+Declare = Callable[[str, Placement, ServiceSpec, pulumi.ResourceOptions], pulumi.Resource]
+
+
+def declarer(p: Profile, nets: Networks, secrets: dict[str, pulumi.Output[str]]) -> Declare:
+    return lambda name, c, s, opts: container(name, p, c, s, nets, secrets, opts)
 
 
 def sha256(value: str) -> str:

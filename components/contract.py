@@ -73,6 +73,7 @@ ROLE_LABEL = "agensh.role"
 TASK_LABEL = "agensh.task"
 KIND_LABEL = "agensh.kind"
 REVISION_LABEL = "agensh.checkout-revision"  # preflight rejects router and board images of another revision
+NODE_LABEL = "agensh.node"  # swarm: a node's name (node label; hostnames may repeat) and a service's planned node
 
 
 def labels(profile: str, run_id: str, role: str, task_id: str | None = None, kind: str = "team") -> dict[str, str]:
@@ -81,6 +82,11 @@ def labels(profile: str, run_id: str, role: str, task_id: str | None = None, kin
     if task_id is not None:
         out[TASK_LABEL] = task_id
     return out
+
+
+def node_constraint(node: str) -> str:
+    """Swarm placement constraint pinning a service to the node labelled `agensh.node=<node>`."""
+    return f"node.labels.{NODE_LABEL}=={node}"
 
 
 def profile_filter(profile: str) -> str:

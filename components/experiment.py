@@ -20,14 +20,16 @@ import pulumi
 
 from . import contract, records
 from . import step_inputs as si
+from .containers import declarer
 from .host_units import HostUnits
 from .images import Images
 from .networks import Networks
 from .platform import Platform
 from .profile import Profile
-from .roles import url
+from .roles import operator_url
 from .rundir import PRESERVE_RUN, CopyDir, ProfileDir, RunDir
 from .steps import Step
+from .swarm import Swarm
 from .team import Team
 from .topology import members, network_names, networks, placements
 
@@ -52,18 +54,32 @@ class Experiment(pulumi.ComponentResource):
                                                 traj_root=p.traj_root)
         data = Step(f"{name}-profile-data", "profile_data", self.data_inputs, self.opts(), args="create",
                     delete=f"{Step.python()} -m scripts.profile_data delete")
+        # the engine: this host's Docker, or a swarm through its manager (components/swarm.py)
+        self.swarm = Swarm(f"{name}-swarm", p, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
         self.host_units = None
         if p.host_units != "off":
             key = Path(p.ssh_key_path).expanduser().read_text() if p.ssh_key_path else None
             self.host_units = HostUnits(f"{name}-host", p, self.opts(), pulumi.Output.secret(key) if key else None)
-        self.networks = Networks(f"{name}-net", p, self.opts())
-        self.images = Images(f"{name}-images", p, self.checkout, self.revision, self.opts())
+            if self.swarm is not None:  # and on every other node of the swarm, over SSH
+                self.node_units = self.swarm.host_units(pulumi.Output.secret(key) if key else None, self.opts())
+        self.docker_env = {"DOCKER_HOST": self.swarm.s.docker_host} if self.swarm else {}
+        engine = self.opts() if self.swarm is None else pulumi.ResourceOptions(
+            parent=self, providers={"docker": self.swarm.provider})
+        self.networks = Networks(f"{name}-net", p, self.opts()) if self.swarm is None else None
+        self.images = Images(f"{name}-images", p, self.checkout, self.revision, engine)
+        if self.swarm is not None:
+            self.swarm.publish(self.images)
+            data = self.swarm.prepare_nodes(data, self.opts(data))
+            self.declare = self.swarm.declare
+        else:
+            assert self.networks is not None
+            self.declare = declarer(p, self.networks, secrets)
 
         self.teams: list[Team] = []
         if not p.run_steps:  # the bare topology: services after the host units, each team after the services
-            self.platform = Platform(f"{name}-platform", p, self.networks, self.images, secrets,
+            self.platform = Platform(f"{name}-platform", p, self.declare, self.images,
                                      [d for d in (data, self.host_units) if d is not None], self.opts())
-            self.teams = [Team(f"{name}-{contract.task_slug(t)}", p, t, self.networks, self.images, secrets,
+            self.teams = [Team(f"{name}-{contract.task_slug(t)}", p, t, self.declare, self.images,
                                [self.platform], self.opts()) for t in p.tasks]
             record: pulumi.Input[dict[str, Any]] = {"steps": "off"}
         else:
@@ -78,9 +94,12 @@ class Experiment(pulumi.ComponentResource):
             "networks": {k: str(n) for k, n in networks(p).items()},
             "addresses": {c.name: {k: v for k, v in (("internal", c.internal_ip), ("egress", c.egress_ip),
                                                      ("data", c.data_ip), ("operator", c.operator_ip)) if v}
-                          for c in placements(p)},
+                          for c in placements(p)}
+            if self.swarm is None else {},  # a swarm's services have names, no fixed addresses
+            **({"nodes": {c.name: self.swarm.on(c).name for c in placements(p)}} if self.swarm else {}),
             "ports": p.ports,
             "images": self.images.ids,
+            **({"registry_digests": self.swarm.digests} if self.swarm else {}),
             "host_units": self.host_units.receipt if self.host_units else "off",
             "provenance": record,
             **({"pair": pair(p, record)} if p.pair_with and p.kind == "baseline" else {}),
@@ -102,18 +121,21 @@ class Experiment(pulumi.ComponentResource):
             subnets=[str(n) for n in networks(p).values()],
             networks=sorted(network_names(p).values()), ports=sorted(p.ports.values()), limits=p.limits,
         ), self.opts(data, self.networks, self.images, self.host_units), args="host", once_per_run=p.run_id,
-            late={"host_units_receipt": self.host_units.receipt} if self.host_units else None)
+            late={"host_units_receipt": self.host_units.receipt} if self.host_units else None, env=self.docker_env)
         manifest_inputs = si.ManifestInputs(
             run_dir=self.run_dir, project_dir=str(self.project_dir), checkout=str(self.checkout),
             profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt, copy_dir=self.copy_dir,
             start_at=p.start_at)
+        images = self.images.ids if self.swarm is None else pulumi.Output.all(self.images.ids, self.swarm.digests).apply(
+            lambda both: {**both[0], **both[1]})  # a swarm records each image's registry digest too
         manifest = Step(f"{name}-manifest-start", "manifest", manifest_inputs, self.opts(preflight), args="start",
-                        once_per_run=p.run_id, late={"images": self.images.ids})
+                        once_per_run=p.run_id, late={"images": images})
         self.platform = Platform(
-            f"{name}-platform", p, self.networks, self.images, secrets,
+            f"{name}-platform", p, self.declare, self.images,
             [d for d in (manifest, self.host_units) if d is not None], self.opts(),
             gate=lambda model_path: Step(f"{name}-preflight-model", "preflight", si.PreflightModelInputs(
-                run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort, proxy_url=url(p, "egress-proxy"),
+                run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort,
+                proxy_url=operator_url(p, "egress-proxy"),
             ), self.opts(*model_path), args="model", secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
                 once_per_run=p.run_id))
         model_check = self.platform.gate
@@ -132,7 +154,7 @@ class Experiment(pulumi.ComponentResource):
                     run_dir=self.run_dir, task_id=task, docker_cpus=p.eval_docker_cpus,
                     pytest_addopts=p.eval_pytest_addopts, memory_gib=p.eval_memory_gib, docker_org=p.cleanroom_org,
                     blob_dir=p.eval_blob_dir, profile=p.profile, attempt=p.eval_attempt), self.opts(shutdown),
-                    triggers=[p.eval_attempt])
+                    triggers=[p.eval_attempt], env=self.docker_env)
                 last = Step(f"{name}-{slug}-score", "score", si.ScoreInputs(
                     run_dir=self.run_dir, task_id=task, attempt=p.eval_attempt), self.opts(evaluate),
                     triggers=[p.eval_attempt])
@@ -164,7 +186,7 @@ class Experiment(pulumi.ComponentResource):
                 for agent in (contract.agent_id(task, c.index or 0) for c in members(self.p, task, "worker"))}
 
     def _gitea(self, task: str) -> dict[str, str]:
-        return {"gitea_url": url(self.p, "gitea"), "gitea_user": contract.ADMIN_USER,
+        return {"gitea_url": operator_url(self.p, "gitea"), "gitea_user": contract.ADMIN_USER,
                 "repo": contract.team_repo(task),
                 "gitea_repositories": str(ProfileDir.of(self.p).gitea_repositories)}
 
@@ -176,14 +198,16 @@ class Experiment(pulumi.ComponentResource):
         gitea_password = {"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]}
         mattermost = {"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]}
         base = {"run_dir": self.run_dir, "task_id": task}
-        chat = {**base, "mattermost_url": url(p, "mattermost"), "mattermost_user": contract.ADMIN_USER}
+        chat = {**base, "mattermost_url": operator_url(p, "mattermost"), "mattermost_user": contract.ADMIN_USER}
         seed = Step(f"{name}-{slug}-seed", "seed", si.SeedInputs(
             **base, **self._gitea(task), cleanroom_image=p.cleanroom_image(task), archive_dirs=list(archives.values())),
-            self.opts(*after), secrets=gitea_password)
-        team = Team(f"{name}-{slug}", p, task, self.networks, self.images, secrets, [seed], self.opts())
+            self.opts(*after), secrets=gitea_password, env=self.docker_env)
+        team = Team(f"{name}-{slug}", p, task, self.declare, self.images, [seed], self.opts())
         self.teams.append(team)
+        swarm = self.swarm is not None
         wake = Step(f"{name}-{slug}-wake", "wake", si.WakeInputs(
-            **base, workers=dict(zip(archives, p.task_budget.worker_offsets))), self.opts(team))
+            **base, workers=dict(zip(archives, p.task_budget.worker_offsets)), services=swarm), self.opts(team),
+            env=self.docker_env)
         kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", si.KickoffInputs(
             **chat, prompt=str(self.checkout / "prompts" / "kickoff.md"), budget_s=p.task_budget.budget_s,
             kickoff_s=p.task_budget.kickoff_s), self.opts(wake), secrets=mattermost)
@@ -193,10 +217,11 @@ class Experiment(pulumi.ComponentResource):
                          self.opts(kickoff), secrets=mattermost)
         nudges = Step(f"{name}-{slug}-nudges", "nudges", si.NudgesInputs(
             **chat, workers=dict(zip(archives, self._archives(task))), idle_nudge_s=p.idle_nudge_s,
-            idle_check_s=p.idle_check_s), self.opts(kickoff), secrets=mattermost)
+            idle_check_s=p.idle_check_s, services=swarm), self.opts(kickoff), secrets=mattermost, env=self.docker_env)
         return Step(f"{name}-{slug}-shutdown", "shutdown", si.ShutdownInputs(
-            **base, grace_s=p.export_grace_s, workers=archives, routers=[c.name for c in members(p, task, "router")]),
-            self.opts(export, reminders, nudges))
+            **base, grace_s=p.export_grace_s, workers=archives, routers=[c.name for c in members(p, task, "router")],
+            services=swarm), self.opts(export, reminders, nudges), env=self.docker_env,
+            late={"collect": self.swarm.archives(task)} if self.swarm else None)
 
     def _baseline_task(self, task: str, after: list[Any]) -> Step:
         """Seed the host workspace -> worker and snapshot sidecar -> stop at the deadline (archive, commit the rest,
@@ -213,7 +238,7 @@ class Experiment(pulumi.ComponentResource):
             provenance={"profile": p.model_dump(mode="json"), "profile_digest": p.digest(),
                         "worker_image": p.worker_image(task), "cleanroom_image": p.cleanroom_image(task)},
         ), self.opts(*after), args="seed")
-        team = Team(f"{name}-{slug}", p, task, self.networks, self.images, self.secrets, [seed], self.opts())
+        team = Team(f"{name}-{slug}", p, task, self.declare, self.images, [seed], self.opts())
         self.teams.append(team)
         return Step(f"{name}-{slug}-baseline-stop", "baseline", si.BaselineStopInputs(
             **base, worker=worker.name, sidecar=sidecar.name, archive_dir=archive, grace_s=p.export_grace_s),

@@ -49,7 +49,8 @@ class Images(pulumi.ComponentResource):
                 f"{name}-{key}", name=image, keep_locally=False,
                 build=docker.RemoteImageBuildArgs(
                     context=str(context), dockerfile=str(checkout / dockerfile), no_cache=p.uncached,
-                    build_args=args, label=labels),  # `label`: the bridged provider applies it, `labels` it ignores
+                    build_args=args, label=labels,  # `label`: the bridged provider applies it, `labels` it ignores
+                    network_mode=p.swarm.build_network if p.swarm else None),
                 triggers={"context": context_digest(context),
                           "dockerfile": hashlib.sha256((checkout / dockerfile).read_bytes()).hexdigest()},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []))

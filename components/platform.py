@@ -8,33 +8,31 @@ from __future__ import annotations
 from typing import Callable
 
 import pulumi
-import pulumi_docker as docker
 
-from .containers import container
+from .containers import Declare
 from .images import Images
-from .networks import Networks
 from .profile import Profile
 from .roles import ROLES, spec
 from .topology import Placement, placements
 
 
 class Platform(pulumi.ComponentResource):
-    services: dict[str, docker.Container]
+    services: dict[str, pulumi.Resource]
 
-    def __init__(self, name: str, profile: Profile, nets: Networks, images: Images,
-                 secrets: dict[str, pulumi.Output[str]], after: list[pulumi.Resource],
+    def __init__(self, name: str, profile: Profile, declare: Declare, images: Images, after: list[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None,
                  gate: Callable[[list[pulumi.Resource]], pulumi.Resource] | None = None):
-        """`after`: what every service waits for (a component's own depends_on does not reach its children).
-        `gate`: declares, given the model-path services, what every other service waits for (it is `self.gate`)."""
+        """`declare`: the engine's declaration of one container. `after`: what every service waits for (a component's
+        own depends_on does not reach its children). `gate`: declares, given the model-path services, what every
+        other service waits for (it is `self.gate`)."""
         super().__init__("agensh:index:Platform", name, None, opts)
         self.services = {}
 
         def add(c: Placement, wait_for: list[pulumi.Resource]) -> None:
             s = spec(profile, c)
             deps = [self.services[d] for d in ROLES[c.role].after if d in self.services]
-            self.services[c.role] = container(
-                f"{name}-{c.role}", profile, c, s, nets, secrets,
+            self.services[c.role] = declare(
+                f"{name}-{c.role}", c, s,
                 pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps, images.by_name[s.image]]))
 
         platform = [c for c in placements(profile) if not ROLES[c.role].per_task]
@@ -45,4 +43,4 @@ class Platform(pulumi.ComponentResource):
         for c in platform:
             if c not in first:
                 add(c, [*after, self.gate] if self.gate else after)
-        self.register_outputs({"services": {r: c.name for r, c in self.services.items()}})
+        self.register_outputs({"services": {r: c.name for r, c in self.services.items()}})  # type: ignore[attr-defined]

@@ -20,13 +20,14 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from . import addressing, catalog, contract
+from . import addressing, catalog, contract, placement
+from .placement import SwarmSettings
 from .roles import ROLES
 from .rundir import ProfileDir
 from .schedule import Ramp, TaskBudget, budget
 
 NAMESPACE = "agensh"
-MAX_PORT_OFFSET = max(r.operator_port for r in ROLES.values() if r.operator_port is not None)
+MAX_PORT_OFFSET = max(o for r in ROLES.values() for o in (r.operator_port, r.manager_port) if o is not None)
 
 
 class Profile(BaseModel):
@@ -99,6 +100,10 @@ class Profile(BaseModel):
     cleanroom_org: str = Field(contract.CLEANROOM_ORG, description="Org of the cleanroom images (PROGRAMBENCH_DOCKER_ORG)")
     cleanroom_digests: dict[str, str] = Field(default_factory=dict, description="task id -> sha256 digest to pin")
     uncached: bool = Field(False, description="--no-cache builds under private tags <profile>-<run id>")
+
+    # Engine: one Docker host, or a Docker Swarm of several (components/placement.py)
+    engine: Literal["docker", "swarm"] = Field("docker", description="One Docker host, or a Docker Swarm of several")
+    swarm: SwarmSettings | None = Field(None, description="engine=swarm: manager, registry, nodes, placement policy")
 
     # Host (REQUIREMENTS 1-5)
     host_units: Literal["local", "remote", "off"] = Field("local", description="Where pbench.slice and the guard go")
@@ -189,8 +194,10 @@ class Profile(BaseModel):
 
     @property
     def operator_network(self) -> ipaddress.IPv4Network | None:
-        """Only teams that publish operator ports have one."""
-        return addressing.derived_operator(self.subnet_octet) if self.kind == "team" and self.publish_ports else None
+        """Only teams that publish operator ports have one; on a swarm every team does (the steps reach the services
+        through the ports published on the manager)."""
+        published = self.publish_ports or self.engine == "swarm"
+        return addressing.derived_operator(self.subnet_octet) if self.kind == "team" and published else None
 
     @property
     def data_network(self) -> ipaddress.IPv4Network | None:
@@ -217,10 +224,13 @@ class Profile(BaseModel):
 
     @property
     def ports(self) -> dict[str, int]:
-        """Operator ports on 127.0.0.1, by role."""
+        """Operator ports by role: on 127.0.0.1 of one host; on a swarm on the manager, with the roles the steps reach
+        there (manager_port)."""
         if not self.operator_network:
             return {}
-        return {r.name: self.port_base + r.operator_port for r in ROLES.values() if r.operator_port is not None}
+        offsets = {r.name: r.operator_port if r.operator_port is not None or self.engine != "swarm" else r.manager_port
+                   for r in ROLES.values()}
+        return {role: self.port_base + o for role, o in offsets.items() if o is not None}
 
     @property
     def private_tag(self) -> str | None:
@@ -255,6 +265,9 @@ class Profile(BaseModel):
                 "mm_max_users": self.mm_max_users_per_team, "mysql_max_connections": self.mysql_max_connections,
                 "platform_connections": self.mysql_platform_connections}
 
+    def _data_dir(self, data_root: str) -> str:
+        return str(ProfileDir(Path(data_root) / self.profile).data())
+
     def policy_config(self) -> dict[str, dict[str, Any]]:
         """The policy pack's settings that come from this profile (`new_stack` writes them beside the stack), so
         the pack checks the rendered stack with the profile's own numbers."""
@@ -262,7 +275,10 @@ class Profile(BaseModel):
                                 "platformConnections": self.mysql_platform_connections},
                 "memory-ceilings": {"workerMaxMb": self.worker_memory_gib * contract.GIB_MB,
                                     "routerMaxMb": self.router_memory_gib * contract.GIB_MB},
-                "worker-isolation": {"dataDir": str(ProfileDir(Path(self.data_root) / self.profile).data())}}
+                "worker-isolation": {"dataDir": self._data_dir(self.data_root), **({"nodeDataDirs": sorted(
+                    {self._data_dir(n.data_root) for n in self.swarm.nodes if n.data_root})}
+                    if self.swarm and self.engine == "swarm" else {})},
+                **({"swarm-placement": placement.policy_config(self)} if self.swarm and self.engine == "swarm" else {})}
 
     def digest(self) -> str:
         """Hash of every setting, recorded in provenance."""
@@ -380,6 +396,7 @@ def check(p: Profile) -> list[tuple[str, str]]:
             out.append(("profile", f"names for task {t} exceed {contract.MAX_NAME} characters; use a shorter profile"))
             break
     out += _check_subnets(p)
+    out += placement.problems(p)
     return out
 
 

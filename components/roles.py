@@ -58,6 +58,7 @@ class Role:
     networks: tuple[Network, ...] = ("internal",)
     slot: int | None = None  # platform address: host 2 + slot of the internal network
     operator_port: int | None = None  # offset from port_base when operator ports are published (127.0.0.1)
+    manager_port: int | None = None  # swarm: offset from port_base where the steps reach a role without operator port
     after: tuple[str, ...] = ()  # platform roles that must be up first
     model_path: bool = False  # on the way to the model: up before the model check, which the other services wait for
     kinds: tuple[str, ...] = ("team",)  # profile kinds that run it
@@ -70,15 +71,30 @@ def url(p: Profile, role: str) -> str:
 
 
 def address(p: Profile, role: str) -> str:
+    """Where the team reaches a platform service: its fixed address on one host; on a swarm, where services get no
+    fixed address, its service name (the overlay network's DNS)."""
+    if p.engine == "swarm":
+        return contract.resource_name(p.profile, role)
     slot = ROLES[role].slot
     assert slot is not None, role
     return addressing.service_ip(p.internal_network, slot)
 
 
 def database(p: Profile) -> str:
-    """host:port of the database on the data network (the only network it joins besides the operator's)."""
+    """host:port of the database on the data network (the only network it joins besides the operator's); on a swarm
+    its service name there."""
     assert p.data_network is not None and ROLES["mysql"].slot is not None
-    return f"{addressing.service_ip(p.data_network, ROLES['mysql'].slot)}:{ROLES['mysql'].port}"
+    host = address(p, "mysql") if p.engine == "swarm" else addressing.service_ip(p.data_network, ROLES["mysql"].slot)
+    return f"{host}:{ROLES['mysql'].port}"
+
+
+def operator_url(p: Profile, role: str) -> str:
+    """Where the steps reach a platform service: on one host its address (the host sits on the internal network); on
+    a swarm the port it publishes on the manager."""
+    if p.engine == "swarm":
+        assert p.swarm is not None
+        return f"http://{p.swarm.manager.address}:{p.ports[role]}"
+    return url(p, role)
 
 
 def data(p: Profile, *parts: str) -> str:
@@ -144,10 +160,12 @@ def board(p: Profile, c: Placement) -> ServiceSpec:
 
 
 def secret_service(p: Profile, c: Placement) -> ServiceSpec:
-    """The token service; SECRET_SERVICE_CALLERS tells it the one address each agent's token may go to."""
+    """The token service; SECRET_SERVICE_CALLERS tells it the one address each agent's token may go to: the worker's
+    fixed address, or on a swarm (no fixed addresses) the worker's service name, which the token service resolves on
+    the team network when asked (the name resolves to that worker's task only)."""
     internal = p.internal_network
-    callers = {contract.agent_id(t, n): p.member_ip(t, "worker", n, internal)
-               for t in p.tasks for n in range(1, p.workers + 1)}
+    callers = {contract.agent_id(t, n): contract.member_name(p.profile, t, "worker", n) if p.engine == "swarm"
+               else p.member_ip(t, "worker", n, internal) for t in p.tasks for n in range(1, p.workers + 1)}
     return ServiceSpec(image=p.image("secret-service"),
                        env={"SECRET_SERVICE_TOKENS_DIR": "/tokens", "PORT": str(HTTP_PORT),
                             "SECRET_SERVICE_CALLERS": json.dumps(callers, sort_keys=True)},
@@ -188,6 +206,12 @@ def router(p: Profile, c: Placement) -> ServiceSpec:
         secret_env={"MYSQL_PASSWORD": "mysql_router_password"}, healthcheck=http_check(HTTP_PORT))
 
 
+def router_address(p: Profile, c: Placement) -> str | None:
+    """A worker's own router: its fixed address, or on a swarm its service name."""
+    assert c.task is not None and c.index is not None
+    return contract.member_name(p.profile, c.task, "router", c.index) if p.engine == "swarm" else c.router_ip
+
+
 def worker(p: Profile, c: Placement) -> ServiceSpec:
     assert c.task is not None and c.index is not None
     pd = ProfileDir.of(p)
@@ -198,7 +222,7 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
         stopped_on_purpose=True, sandboxed=True, woken=team,
         env={**member_env(p, c), **model_env(p), "TOKEN_SERVICE_URL": url(p, "secret-service"),
              "LLM_PROXY_URL": url(p, "egress-proxy"),
-             "ROUTER_URL": f"http://{c.router_ip}:{HTTP_PORT}" if team else "",
+             "ROUTER_URL": f"http://{router_address(p, c)}:{HTTP_PORT}" if team else "",
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
              "TEAM_REPO": contract.team_repo(c.task), "WORKERS": str(p.workers),
              "BASELINE": "0" if team else "1", "REFERENCE_BINARY": contract.REFERENCE_BINARY},
@@ -230,7 +254,7 @@ ROLES: dict[str, Role] = {r.name: r for r in (
     Role("mattermost", mattermost, port=8065, networks=("internal", "data"), slot=2, operator_port=1, after=("mysql",)),
     Role("board", board, slot=3, operator_port=2),
     Role("secret-service", secret_service, slot=4, operator_port=3),
-    Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, kinds=("team", "baseline"),
+    Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, manager_port=5, kinds=("team", "baseline"),
          model_path=True),
     Role("model", model, networks=("egress",), kinds=(), model_path=True),  # only with model_standin (the demo)
     Role("bootstrap", bootstrap, slot=6, after=("gitea", "mattermost", "secret-service")),

@@ -76,6 +76,7 @@ class SeedInputs(GiteaInputs):
 
 class WakeInputs(TaskInputs):
     workers: dict[str, float]  # container name -> seconds after the ramp's start, in wake order
+    services: bool = False  # swarm: the workers are services created with 0 replicas; waking scales one to 1
 
 
 class MattermostInputs(TaskInputs):
@@ -97,12 +98,47 @@ class NudgesInputs(MattermostInputs):
     workers: dict[str, str]  # container name -> agent id
     idle_nudge_s: int
     idle_check_s: int
+    services: bool = False  # swarm: the workers are services (their logs through the manager)
+
+
+class NodeArchive(BaseModel):
+    """swarm: where a worker's archive is on the node that ran it, and how to read it there."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    docker_host: str  # the node's Docker API
+    path: str  # the archive directory on the node
+    image: str  # an image on the node with sh and tar (the worker's own, by digest)
 
 
 class ShutdownInputs(TaskInputs):
     grace_s: int
     workers: dict[str, str]  # container name -> archive directory
     routers: list[str]
+    services: bool = False  # swarm: workers and routers are services (scaled to 0; the grace is their stop period)
+    collect: dict[str, NodeArchive] = Field(default_factory=dict)  # swarm: worker name -> its archive on its node
+
+
+class NodeDirs(BaseModel):
+    """swarm: one node's directories of the profile (bind sources must exist before a service mounts them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node: str
+    docker_host: str  # the node's Docker API
+    profile_dir: str  # <the node's data root>/<profile>
+    dirs: list[str]  # bind sources, owned by root
+    owned: list[str]  # bind sources the worker uid owns (archive directories)
+    image: str  # an image with sh, mkdir, chown and rm (the first task's worker image, by digest)
+    manager: bool  # the manager's profile directory is removed by the profile_data step, with its checks
+
+
+class SwarmNodesInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    profile: str
+    nodes: list[NodeDirs]
+    published: list[str] = Field(default_factory=list)  # the registry names the images were tagged with
 
 
 class EvaluateInputs(TaskInputs):

@@ -35,10 +35,12 @@ class Step(local.Command):
     def __init__(self, name: str, program: str, inputs: BaseModel, opts: pulumi.ResourceOptions, args: str = "",
                  secrets: Mapping[str, pulumi.Input[str]] | None = None, triggers: list[Any] | None = None,
                  delete: str | None = None, once_per_run: str | None = None,
-                 late: Mapping[str, pulumi.Input[Any]] | None = None, receipt: str | None = None):
+                 late: Mapping[str, pulumi.Input[Any]] | None = None, receipt: str | None = None,
+                 env: Mapping[str, str] | None = None):
         """`late`: input fields known only once other resources exist (image ids, the host units' receipt).
         `once_per_run=<run id>`: a gate of the launch runs once per run id; later profile edits do not re-run it.
-        `receipt`: the name of the receipt the program writes (default `<program>-<args>`, or `<program>`)."""
+        `receipt`: the name of the receipt the program writes (default `<program>-<args>`, or `<program>`).
+        `env`: plain variables of the program (DOCKER_HOST: the swarm manager's Docker API)."""
         self.receipt_name = receipt or (f"{program}-{args}" if args else program)
         if once_per_run is not None:
             triggers = [*(triggers or []), once_per_run]
@@ -51,7 +53,7 @@ class Step(local.Command):
             create=f"{self.python()} -m scripts.{program} {args}".strip(),
             delete=delete,
             dir=str(PROJECT),
-            environment={"AGENSH_INPUT": payload, "PYTHONUNBUFFERED": "1", **(secrets or {})},
+            environment={"AGENSH_INPUT": payload, "PYTHONUNBUFFERED": "1", **(env or {}), **(secrets or {})},
             logging=local.Logging.STDERR,
             triggers=triggers,
             opts=opts,

@@ -11,6 +11,7 @@ import ipaddress
 import os
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from pulumi_policy import (
@@ -26,7 +27,7 @@ from pulumi_policy import (
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the project: its contract
 
-from components import contract  # noqa: E402
+from components import contract, placement  # noqa: E402
 from components.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
 from components.profile import Profile  # noqa: E402
 from components.rundir import ProfileDir  # noqa: E402
@@ -40,7 +41,8 @@ CONTAINER = "docker:index/container:Container"
 NETWORK = "docker:index/network:Network"
 VOLUME = "docker:index/volume:Volume"
 IMAGE = "docker:index/remoteImage:RemoteImage"
-LABELLED = (CONTAINER, NETWORK, VOLUME)
+SERVICE = "docker:index/service:Service"
+LABELLED = (CONTAINER, NETWORK, VOLUME, SERVICE)
 
 
 # --- reading properties ---------------------------------------------------------------------------
@@ -62,11 +64,50 @@ def env_map(props: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def containers(args: StackValidationArgs) -> list[PolicyResource]:
-    return [r for r in args.resources if r.resource_type == CONTAINER]
+@dataclass(frozen=True)
+class Viewed:
+    """A container, or a swarm service seen as the container it runs (the rules read containers' properties)."""
+
+    resource_type: str
+    name: str
+    props: dict[str, Any]
 
 
-def _name(args: ResourceValidationArgs | PolicyResource) -> str:
+def service_as_container(props: dict[str, Any]) -> dict[str, Any]:
+    """A docker.Service's properties in the shape of a docker.Container's: labels, environment, user, memory
+    ceiling, command, networks, mounts and published ports of its task."""
+    task = props.get("taskSpec") or {}
+    spec = task.get("containerSpec") or {}
+    env = spec.get("env") or {}
+    return {"name": props.get("name"), "labels": props.get("labels") or [], "user": spec.get("user"),
+            "envs": [f"{k}={v}" for k, v in env.items()], "memory": service_memory_mb(props) or None,
+            "command": list(spec.get("args") or []),
+            "networksAdvanced": [{"name": n.get("name") or n.get("id")} for n in task.get("networksAdvanceds") or []],
+            "volumes": [{"hostPath": m.get("source"), "containerPath": m.get("target"), "readOnly": m.get("readOnly")}
+                        for m in spec.get("mounts") or []],
+            "ports": [{"internal": pt.get("targetPort"), "external": pt.get("publishedPort"),
+                       "mode": pt.get("publishMode", "ingress")} for pt in (props.get("endpointSpec") or {}).get("ports") or []],
+            "secrets": [x.get("secretName") for x in spec.get("secrets") or []]}
+
+
+def view(resource_type: str, name: str, props: dict[str, Any]) -> Viewed | None:
+    if resource_type == CONTAINER:
+        return Viewed(resource_type, name, props)
+    if resource_type == SERVICE:
+        return Viewed(resource_type, name, service_as_container(props))
+    return None
+
+
+def containers(args: StackValidationArgs) -> list[Viewed]:
+    """Every container of the stack, and every swarm service as the container it runs."""
+    return [v for r in args.resources if (v := view(r.resource_type, r.name, r.props)) is not None]
+
+
+def viewed(args: ResourceValidationArgs) -> Viewed | None:
+    return view(args.resource_type, args.name, args.props)
+
+
+def _name(args: ResourceValidationArgs | PolicyResource | Viewed) -> str:
     return f"{args.resource_type.split(':')[-1]} {args.name!r}"
 
 
@@ -134,13 +175,16 @@ subnets_disjoint = _policy(StackValidationPolicy, "subnets-disjoint",
 
 # --- 3: worker isolation -------------------------------------------------------------------------------
 def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER or role(args.props) != "worker":
+    v = viewed(args)
+    if v is None or role(v.props) != "worker":
         return
-    p, cfg = args.props, args.get_config()
+    p, cfg = v.props, args.get_config()
     profile = label_map(p).get(PROFILE_LABEL) or ""
+    data_dirs = [cfg.get("dataDir"), *(cfg.get("nodeDataDirs") or [])]  # a swarm's nodes may keep data elsewhere
     internal = contract.resource_name(profile, "internal")
     nets = [n.get("name") for n in p.get("networksAdvanced") or []]
-    if nets != [internal]:
+    # a swarm service names its networks by id, unknown to the pack before they exist: one network, by count
+    if (len(nets) != 1) if v.resource_type == SERVICE else (nets != [internal]):
         report(f"{_name(args)} joins {len(nets)} networks ({', '.join(map(str, nets)) or 'none'}); a worker joins the "
                f"internal team network {internal!r} only.")
     if p.get("networkMode") not in (None, "", "bridge"):
@@ -152,37 +196,39 @@ def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> 
     if p.get("user") != contract.WORKER_USER:
         report(f"{_name(args)} runs as {p.get('user') or 'the image default (often root)'}; workers run as "
                f"{contract.WORKER_USER} (set user).")
-    for v in p.get("volumes") or []:
-        host = str(v.get("hostPath") or "")
-        if "docker.sock" in f"{host}{v.get('containerPath', '')}":
+    for m in p.get("volumes") or []:
+        host = str(m.get("hostPath") or "")
+        if "docker.sock" in f"{host}{m.get('containerPath', '')}":
             report(f"{_name(args)} mounts the Docker socket; workers must not control Docker.")
         elif host.rstrip("/") in ("", *contract.SYSTEM_DIRS) or host == "/":
             report(f"{_name(args)} mounts the host's {host or '/'}; workers mount only the profile's data and "
                    "read-only prompts.")
-        elif not v.get("readOnly") and not ProfileDir.holds_data(host, profile, cfg.get("dataDir")):
+        elif not m.get("readOnly") and not any(ProfileDir.holds_data(host, profile, d) for d in data_dirs):
             report(f"{_name(args)} mounts {host} writable, outside the profile's data; workers write only there.")
 
 
 worker_isolation = _policy(ResourceValidationPolicy, "worker-isolation",
                            "Workers join only the internal network, publish no ports, are not privileged, mount no "
                            f"Docker socket or system directory, write only into the profile's data and run as "
-                           f"{contract.WORKER_USER}.", _worker_isolation, {"dataDir": {"type": "string"}})
+                           f"{contract.WORKER_USER}.", _worker_isolation,
+                           {"dataDir": {"type": "string"}, "nodeDataDirs": {"type": "array", "items": {"type": "string"}}})
 
 
 # --- 4: memory ceilings ----------------------------------------------------------------------------------
 def _memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER:
+    v = viewed(args)
+    if v is None:
         return
     cfg = args.get_config()
     contract_max = {"worker": contract.WORKER_MEMORY_MAX_GIB, "router": contract.ROUTER_MEMORY_MAX_GIB}
-    r = role(args.props)
+    r = role(v.props)
     if r not in contract_max:
         return
     # the profile's own ceiling (policy config from new_stack), never above the contract's
     limit_mb = min(cfg.get(f"{r}MaxMb") or contract_max[r] * contract.GIB_MB, contract_max[r] * contract.GIB_MB)
-    problem = contract.memory_problem(r, args.props.get("memory"), contract_max[r])
-    if problem is None and args.props.get("memory") > limit_mb:
-        problem = f"the {r} may use {args.props.get('memory'):.0f} MB; the profile's {r} ceiling is {limit_mb:.0f} MB"
+    problem = contract.memory_problem(r, v.props.get("memory"), contract_max[r])
+    if problem is None and v.props.get("memory") > limit_mb:
+        problem = f"the {r} may use {v.props.get('memory'):.0f} MB; the profile's {r} ceiling is {limit_mb:.0f} MB"
     if problem:
         report(f"{_name(args)}: {problem}.")
 
@@ -215,6 +261,10 @@ def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
                 report(f"worker {c.name!r} has {key} in its environment; workers hold only the local proxy credential.")
             elif r == "worker" and value in secret_values and key != contract.PROXY_CREDENTIAL_ENV:
                 report(f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy credential.")
+    for c in containers(args):
+        if c.props.get("secrets") and role(c.props) not in allowed:
+            report(f"service {c.name!r} ({role(c.props)}) is given the swarm secret(s) {c.props['secrets']}; only the "
+                   "egress proxy holds the model credential.")
     for r in args.resources:
         for label, value in label_map(r.props).items():
             if SECRETISH.search(str(label)) or any(s in str(value) for s in secret_values):
@@ -230,11 +280,18 @@ credentials_contained = _policy(StackValidationPolicy, "credentials-contained",
 
 # --- 6: published ports bind 127.0.0.1; a baseline publishes none ---------------------------------------
 def _loopback_ports(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER:
+    v = viewed(args)
+    if v is None:
         return
-    ports = args.props.get("ports") or []
-    if ports and label_map(args.props).get(KIND_LABEL) == "baseline":
+    ports = v.props.get("ports") or []
+    if ports and label_map(v.props).get(KIND_LABEL) == "baseline":
         report(f"{_name(args)} belongs to a baseline, which publishes no host port; remove its ports.")
+    if v.resource_type == SERVICE:  # swarm cannot bind 127.0.0.1: host mode, on the node the service is pinned to
+        for port in ports:
+            if port.get("mode") != "host" or service_node(args.props) is None:
+                report(f"{_name(args)} publishes port {port.get('external')} in {port.get('mode')} mode; a swarm "
+                       "service publishes operator ports in host mode, pinned to the manager (never the routing mesh).")
+        return
     for port in ports:
         ip = port.get("ip", "0.0.0.0")
         if ip != "127.0.0.1":
@@ -304,9 +361,10 @@ team_limits = _policy(StackValidationPolicy, "team-limits",
 
 # --- 9: model settings ----------------------------------------------------------------------------------------
 def _model(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != CONTAINER or role(args.props) not in ("egress-proxy", "worker"):
+    v = viewed(args)
+    if v is None or role(v.props) not in ("egress-proxy", "worker"):
         return
-    cfg, env = args.get_config(), env_map(args.props)
+    cfg, env = args.get_config(), env_map(v.props)
     models = cfg.get("allowedModels", [contract.PINNED_MODEL])
     efforts = cfg.get("allowedEfforts", [contract.PINNED_EFFORT])
     if "MODEL" in env and env["MODEL"] not in models:
@@ -343,5 +401,71 @@ labels_present = _policy(ResourceValidationPolicy, "labels-present",
                          "Every container, network and volume carries the profile and Compose-project labels.", _labels)
 
 
+# --- 11: the swarm plan fits its nodes --------------------------------------------------------------------------
+def service_node(props: dict[str, Any]) -> str | None:
+    """The node a service is pinned to, from its placement constraint (contract.node_constraint)."""
+    prefix = contract.node_constraint("")
+    for c in ((props.get("taskSpec") or {}).get("placement") or {}).get("constraints") or []:
+        if str(c).replace(" ", "").startswith(prefix):
+            return str(c).replace(" ", "")[len(prefix):]
+    return None
+
+
+def service_memory_mb(props: dict[str, Any]) -> float:
+    limits = ((props.get("taskSpec") or {}).get("resources") or {}).get("limits") or {}
+    return float(limits.get("memoryBytes") or 0) / (1024 * 1024)
+
+
+def _swarm_placement(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Every service is pinned to a node of the profile; per node and task, the members' memory ceilings, the CPUs
+    they count for and the pairs (plus the platform where it runs) fit the node, by placement.fit_problem."""
+    services = [r for r in args.resources if r.resource_type == SERVICE]
+    if not services:
+        return
+    cfg = args.get_config()
+    nodes = cfg.get("nodes") or {}
+    if not nodes:
+        report("the stack has swarm services but the policy config gives no node capacities (swarm-placement.nodes); "
+               "run scripts/new_stack.py for the stack, which writes them")
+        return
+    cpus = {"worker": float(cfg.get("workerCpus", 0)), "router": float(cfg.get("routerCpus", 0))}
+    platform = placement.Load(int(cfg.get("platformMemoryMb", 0)), float(cfg.get("platformCpus", 0)))
+    loads: dict[tuple[str, str | None], placement.Load] = {}
+    platform_on: set[str] = set()
+    for r in services:
+        node, r_role, task = service_node(r.props), role(r.props), label_map(r.props).get(TASK_LABEL)
+        if node is None:
+            report(f"service {r.name!r} has no placement constraint {contract.node_constraint('<node>')}; the plan "
+                   "pins every service to a node.")
+            continue
+        if node not in nodes:
+            report(f"service {r.name!r} is pinned to node {node!r}, which the profile's swarm does not list.")
+            continue
+        if r_role in cpus:
+            load = placement.Load(round(service_memory_mb(r.props)), cpus[r_role], int(r_role == "worker"))
+            loads[(node, task)] = loads.get((node, task), placement.Load()) + load
+        elif task is None:
+            platform_on.add(node)
+            if cfg.get("platformNode") and node != cfg["platformNode"]:
+                report(f"service {r.name!r} runs on {node!r}; the platform's node is {cfg['platformNode']!r} "
+                       "(its data stays there).")
+    for node in platform_on:  # the platform alone must fit too
+        loads.setdefault((node, None), placement.Load())
+    for (node, task), load in sorted(loads.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        n = nodes[node]
+        cap = placement.Capacity(int(n["memoryMb"]), float(n["cpus"]),
+                                 int(n["maxMembers"]) if n.get("maxMembers") is not None else None)
+        if problem := placement.fit_problem(node, cap, load + (platform if node in platform_on else placement.Load())):
+            report(f"{problem}{f' (task {task})' if task else ''}; add nodes or lower the ceilings.")
+
+
+swarm_placement = _policy(StackValidationPolicy, "swarm-placement",
+                          "Swarm services are pinned to nodes of the profile and what runs on a node at once fits it.",
+                          _swarm_placement,
+                          {"nodes": {"type": "object"}, "platformNode": {"type": ["string", "null"]},
+                           "platformMemoryMb": {"type": "integer"}, "platformCpus": {"type": "number"},
+                           "workerCpus": {"type": "number"}, "routerCpus": {"type": "number"}})
+
+
 POLICIES = [subnet_capacity, subnets_disjoint, worker_isolation, memory_ceilings, credentials_contained,
-            loopback_ports, image_pins, team_limits, model_settings, labels_present]
+            loopback_ports, image_pins, team_limits, model_settings, labels_present, swarm_placement]

@@ -15,7 +15,10 @@ also on failure. Sizes whose containers would not fit in this machine's memory a
 
     .venv/bin/python -m scripts.bench                       # 2, 8, 32, 128 workers x 1 and 5 tasks
     .venv/bin/python -m scripts.bench --workers 8 32 --tasks 1
-(after `make setup` and one `make demo`, which builds the stand-in images).
+    .venv/bin/python -m scripts.bench --swarm --workers 2 8 32   # as root: the lab needs network namespaces
+(after `make setup` and one `make demo`, which builds the stand-in images). `--swarm` times `pulumi` alone (preview,
+up, destroy) for one task on one host and on a two-node swarm (scripts/swarm_lab.py, made and removed by the
+benchmark), each under its own names and subnets.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from components.containers import HEALTH, WAIT_TIMEOUT_S
 from components.profile import Profile, parse_profile
 from components.roles import ROLES, ServiceSpec, spec
 from components.topology import Placement, network_names, networks, placements
-from scripts import demo_images
+from scripts import demo_images, swarm_lab
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 
 PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
@@ -477,6 +480,61 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
     return result
 
 
+def swarm_settings(lab: swarm_lab.Lab, data: Path) -> dict[str, Any]:
+    """engine: swarm on the lab, each node declared large enough for all pairs (the plan's numbers, not the
+    machine's: the lab's nodes share this machine's CPUs and memory); node B keeps its data apart."""
+    settings = lab.swarm_settings(memory_gib=64, cpus=16) | {"platform_memory_gib": 1, "platform_cpus": 0.5,
+                                                            "worker_cpus": 0.5, "router_cpus": 0.25}
+    settings["nodes"][1]["data_root"] = str(data.parent / f"{data.name}-n2")
+    return {"agensh:engine": "swarm", "agensh:swarm": settings}
+
+
+def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
+    """preview, up and destroy of one task's bare team, on this host or (lab) on the swarm."""
+    side = "swarm" if lab else "host"
+    result: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
+        tmpdir = Path(tmp)
+        stack = f"bench{side}-w{workers}"
+        config = bench_profile(stack, workers, 1, free_octet(), tmpdir / "data")
+        if lab:
+            config |= swarm_settings(lab, tmpdir / "data") | {"agensh:llm_upstream": f"http://omcgitea-{stack}-model:8080"}
+        proj = project_copy(tmpdir, stack, config, standin_image=PRIVATE["standin"])
+        lay = layout(config, proj / "stacks" / "demo")
+        env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
+        pulumi = ["pulumi", "--non-interactive", "-s", stack]
+        try:
+            run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
+                 "--env-file", "none"], cwd=proj, env=env)
+            result["preview"], _ = timed_pulumi([*pulumi, "preview"], cwd=proj, env={**env, "PULUMI_SKIP_CHECKPOINTS": "true"})
+            try:
+                result["up"], _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
+            finally:
+                result["destroy"], _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
+        finally:
+            subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
+            if not lab:
+                remove_leftovers(lay, [])
+    return result
+
+
+def swarm_main(sizes: list[int]) -> int:
+    """One host beside the two-node swarm lab, `pulumi` alone."""
+    print("workers services  one-host up_s  destroy_s  swarm preview_s  up_s  destroy_s  swarm/one-host up")
+    lab = swarm_lab.up(2)
+    try:
+        private_images()
+        swarm_lab.load(lab, swarm_lab.demo_images(STANDIN_TAG))  # what the manager would pull
+        for n in sizes:
+            host, sw = pulumi_only(n, None), pulumi_only(n, lab)
+            print(f"{n:7d} {7 + 2 * n:8d} {host['up']:13.1f} {host['destroy']:10.1f} {sw['preview']:15.1f} "
+                  f"{sw['up']:5.1f} {sw['destroy']:10.1f} {sw['up'] / host['up']:18.1f}", flush=True)
+    finally:
+        swarm_lab.down(lab)
+        subprocess.run(["docker", "rmi", *reversed(PRIVATE.values())], capture_output=True)
+    return 0
+
+
 COLUMNS = ("workers", "tasks", "containers", "preview", "preview_mb", "up", "up_mb", "reup", "destroy", "plain_build",
            "plain_up", "plain_reup", "plain_down", "compose_up", "compose_reup", "compose_down", "up/plain", "up/compose")
 
@@ -496,8 +554,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[2, 8, 32, 128])
     ap.add_argument("--tasks", type=int, nargs="+", default=[1, 5])
     ap.add_argument("--preview-only", action="store_true")
+    ap.add_argument("--swarm", action="store_true", help="one task's team on one host beside a two-node swarm lab")
     args = ap.parse_args(argv)
     run(["docker", "image", "inspect", DEMO_CLEANROOM])  # made by `make demo`
+    if args.swarm:
+        return swarm_main(args.workers)
     print("seconds; *_mb: peak MB of `pulumi`; up/plain and up/compose count the plain side's image builds too")
     print(" ".join(COLUMNS), flush=True)
     per_container: float | None = None  # measured on the first size that runs

@@ -2,13 +2,15 @@
 last activity and posts a nudge to the team channel for an agent idle for `idle_nudge_s` (600 s / 60 s by default).
 
 Activity is what the project can observe of any worker image: a line the worker wrote to its log (stdout or
-stderr, timestamped by Docker), or its start (the wake). An agent is nudged once per idle spell: again only after
+stderr, timestamped by Docker; on a swarm the service's log, which the manager gathers from the worker's node), or
+its start (the wake). An agent is nudged once per idle spell: again only after
 another `idle_nudge_s` without activity. Every nudge is recorded; the step ends at the task's deadline.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -21,6 +23,19 @@ from components.rundir import RunDir
 from components.step_inputs import NudgesInputs
 from scripts.chat import post_to_team
 from scripts.step import StepFailed, progress, step_main
+
+
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ")
+
+
+def last_service_activity(service: str) -> float | None:
+    """When the service's task last wrote to its log (the swarm's own timestamps); its start is the wake's record."""
+    logs = subprocess.run(["docker", "service", "logs", "--raw", "--timestamps", "--tail", "1", service],
+                          capture_output=True, text=True)
+    lines = f"{logs.stdout}\n{logs.stderr}".splitlines() if logs.returncode == 0 else []
+    # the swarm's timestamp leads the line (before the task's name), never a time the worker wrote
+    stamps = [line.split(" ", 1)[0] for line in lines if STAMP.match(line)]
+    return max((epoch(s) for s in stamps), default=None)
 
 
 def last_activity(container: str) -> float | None:
@@ -51,7 +66,8 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     while time.time() < kickoff.deadline_epoch:
         now = time.time()
         for k, (worker, agent) in enumerate(a.workers.items(), 1):
-            active = max(filter(None, (last_activity(worker), woken.get(worker))), default=None)
+            logged = last_service_activity(worker) if a.services else last_activity(worker)
+            active = max(filter(None, (logged, woken.get(worker))), default=None)
             if active is None or now - active < a.idle_nudge_s or nudged.get(worker) == active:
                 continue
             idle = now - active

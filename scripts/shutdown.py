@@ -19,13 +19,19 @@ from components.records import ShutdownResult
 from components.rundir import RunDir
 from components.step_inputs import ShutdownInputs
 from scripts.step import load_inputs, progress, run_step
+from scripts.swarm_nodes import collect
 
 ArchiveState = Literal["ok", "missing", "corrupt"]
 ROUTER_GRACE_S = 10
 
 
-def stop(names: list[str], grace_s: int) -> None:
-    if names:
+def stop(names: list[str], grace_s: int, services: bool = False) -> None:
+    """`docker stop -t grace`; on a swarm the services are scaled to 0 (their stop period is the grace) and this
+    waits until their tasks have stopped."""
+    if names and services:
+        subprocess.run(["docker", "service", "scale", "--detach=false", *(f"{n}=0" for n in names)],
+                       capture_output=True, text=True)
+    elif names:
         subprocess.run(["docker", "stop", "-t", str(grace_s), *names], capture_output=True, text=True)
 
 
@@ -43,9 +49,14 @@ def verify(archive_dir: Path) -> ArchiveState:
 
 def shutdown(a: ShutdownInputs) -> ShutdownResult:
     progress(f"shutdown: {len(a.workers)} workers get up to {a.grace_s} s to seal archives")
-    stop(list(a.workers), a.grace_s)
+    stop(list(a.workers), a.grace_s, a.services)
+    for name, archive in a.collect.items():  # swarm: from the node that ran the worker to the manager
+        try:
+            collect(archive, Path(a.workers[name]))
+        except (RuntimeError, subprocess.CalledProcessError) as err:
+            progress(f"shutdown: {name}: collecting its archive failed: {err}")
     archives = {name: verify(Path(d)) for name, d in a.workers.items()}
-    stop(a.routers, ROUTER_GRACE_S)
+    stop(a.routers, ROUTER_GRACE_S, a.services)
     bad = {n: s for n, s in archives.items() if s != "ok"}
     progress(f"shutdown: {len(archives) - len(bad)} of {len(archives)} archives verified"
              + (f"; {len(bad)} missing or corrupt (see the receipt)" if bad else ""))

@@ -1,5 +1,7 @@
 """wake: the ramp made by the orchestrator (REQUIREMENTS 29). The team's workers are created stopped; this step
-starts worker k when its offset after the ramp's start is reached, so any worker image gets the seed's ramp.
+starts worker k when its offset after the ramp's start is reached, so any worker image gets the seed's ramp. On a
+swarm each worker is a service created with 0 replicas, and waking it scales it to 1 (its one task then runs on the
+node the plan gave it).
 
 The ramp's start is recorded the first time (`ramp.json`), and each wake as it happens, so a resumed `up` keeps the
 clock: workers already running are recorded as awake, the rest are started at their offsets (late when their time
@@ -25,9 +27,21 @@ from scripts.step import StepFailed, load_inputs, progress, run_step, write_atom
 LATE_S = 1.0  # a wake later than this after its due time is reported late
 
 
-def running(name: str) -> bool:
+def running(name: str, service: bool) -> bool:
+    """Started already: the container runs, or the service was scaled to its task."""
+    if service:
+        out = subprocess.run(["docker", "service", "inspect", "-f", "{{.Spec.Mode.Replicated.Replicas}}", name],
+                             capture_output=True, text=True)
+        return out.stdout.strip() == "1"
     out = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", name], capture_output=True, text=True)
     return out.stdout.strip() == "true"
+
+
+def start_worker(name: str, service: bool) -> subprocess.CompletedProcess[str]:
+    """`docker start`, or on a swarm the scale to one task (returning once the task is scheduled, as `docker start`
+    returns once the process is)."""
+    cmd = ["docker", "service", "scale", "--detach", f"{name}=1"] if service else ["docker", "start", name]
+    return subprocess.run(cmd, capture_output=True, text=True)
 
 
 def wake(a: WakeInputs) -> WakeResult:
@@ -39,14 +53,14 @@ def wake(a: WakeInputs) -> WakeResult:
     wakes = []
     for k, (name, offset) in enumerate(a.workers.items(), 1):
         due = start + offset
-        if name in state["woken"] or running(name):
+        if name in state["woken"] or running(name, a.services):
             at = state["woken"].get(name, time.time())
             wakes.append(Wake(worker=name, due_epoch=due, at_epoch=at, late_s=round(max(0.0, at - due), 1),
                               already_awake=True))
             continue
         if (left := due - time.time()) > 0:
             time.sleep(left)
-        out = subprocess.run(["docker", "start", name], capture_output=True, text=True)
+        out = start_worker(name, a.services)
         if out.returncode:
             raise StepFailed(f"could not start {name}: {out.stderr.strip()}", woken=len(wakes))
         at = time.time()

@@ -40,6 +40,8 @@ class Mocks(pulumi.runtime.Mocks):
         out = dict(args.inputs)
         if args.typ == "docker:index/remoteImage:RemoteImage":
             out["imageId"] = f"sha256:{abs(hash(args.name)):064x}"[:71]
+        if args.typ == "docker:index/registryImage:RegistryImage":
+            out["sha256Digest"] = f"sha256:{abs(hash(args.name)):064x}"[:71]
         if args.typ.startswith("command:"):
             out["stdout"] = ""  # nothing ran (as in preview)
         if args.typ == "pulumi:pulumi:StackReference":

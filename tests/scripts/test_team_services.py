@@ -355,6 +355,38 @@ def test_a_worker_gets_only_its_own_token(team: Team):
     assert theirs.endswith(" 403") and "token-of-2" not in theirs
 
 
+def test_a_named_caller_gets_only_its_own_token(team: Team):
+    """On a swarm there are no fixed addresses: SECRET_SERVICE_CALLERS names each agent's caller (its worker's service
+    name), which the token service resolves when asked. The container answering to agent 1's name gets agent 1's
+    token; another container does not, and a name that resolves to nothing gets no token."""
+    tokens = team.mount("secret-service", "/tokens")
+    tokens.mkdir(parents=True)
+    for n in (1, 2, 3):
+        (tokens / f"{TASK}-{n}.token").write_text(f"token-of-{n}\n")
+    one, two = f"{team.network}-caller-1", f"{team.network}-caller-2"
+    callers = {f"{TASK}-1": one, f"{TASK}-2": two, f"{TASK}-3": f"{team.network}-nobody"}
+    team.start("secret-service", SECRET_SERVICE_CALLERS=json.dumps(callers))
+    url = team.url("secret-service")
+    # two long-lived callers on the team network under their names (DNS of the network, as a swarm service's)
+    for name in (one, two):
+        docker("run", "-d", "--name", name, "--network", team.network, "--label", TEST_LABEL, team.images["standin"],
+               "sleep", "300")
+
+    def fetch_from(caller: str, agent: int) -> str:
+        return docker("exec", caller, "curl", "-s", "-w", " %{http_code}", f"{url}/token/{TASK}-{agent}",
+                      check=False).stdout
+
+    try:
+        mine = fetch_from(one, 1)
+        assert mine.endswith(" 200") and "token-of-1" in mine
+        for caller, agent in ((one, 2), (two, 1), (one, 3), (two, 3)):
+            theirs = fetch_from(caller, agent)
+            assert theirs.endswith(" 403") and f"token-of-{agent}" not in theirs, (caller, agent, theirs)
+        assert "token-of-2" in fetch_from(two, 2)
+    finally:
+        docker("rm", "-f", one, two, check=False)
+
+
 def test_board_lifecycle_security(team: Team):
     data = Path(spec(team.profile, team.placements[("board", None)]).mounts[0].host_path)
     data.mkdir(parents=True)

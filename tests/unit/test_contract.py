@@ -17,7 +17,7 @@ from tests.unit.test_profile import raw
 
 ROOT = Path(__file__).resolve().parents[2]
 # Literals only components/contract.py may spell (the shell scripts installed on hosts carry their own copies).
-LITERALS = ["agensh.profile", "agensh.role", "agensh.task", "agensh.kind", "agensh.run-id", "agensh.checkout-revision",
+LITERALS = ["agensh.profile", "agensh.role", "agensh.node", "agensh.task", "agensh.kind", "agensh.run-id", "agensh.checkout-revision",
             "com.docker.compose.project", "10000", "task_cleanroom", "_1776_", "gpt-5.6-sol", "/opt/pbench/executable",
             "pbench-admin", "town-square", "LLM_UPSTREAM_TOKEN", "LLM_PROXY_TOKEN", '"omcgitea', "'omcgitea",
             "65536", "8192"]

@@ -70,7 +70,7 @@ def team(n_workers: int, subnet: str = "10.1.0.0/24") -> list[tuple[str, dict[st
 
 def test_every_policy_is_in_the_pack_and_mandatory():
     names = [p.name for p in rules.POLICIES]
-    assert len(names) == len(set(names)) == 10
+    assert len(names) == len(set(names)) == 11
     assert {p.enforcement_level for p in rules.POLICIES} == {EnforcementLevel.MANDATORY}
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
 import re
@@ -48,6 +49,9 @@ def log(msg: str) -> None:
 
 
 def env(name: str, default: str | None = None) -> str:
+    """A setting from the environment, or from the file `<name>_FILE` names (a swarm secret)."""
+    if name not in os.environ and os.environ.get(f"{name}_FILE"):
+        return Path(os.environ[f"{name}_FILE"]).read_text().strip()
     value = os.environ.get(name, default)
     if value is None:
         log(f"missing required environment variable {name}")
@@ -384,8 +388,31 @@ def role_board() -> None:
 # --------------------------------------------------------------------------------------------- token service
 def role_secret_service() -> None:
     tokens = os.path.realpath(env("SECRET_SERVICE_TOKENS_DIR", "/tokens"))
-    # agent id -> the only address its token is handed to (the project's addressing model); none given: any caller
+    # agent id -> the only address its token is handed to (the project's addressing model), or on a swarm the name
+    # that resolves to it (the worker's service, looked up when asked); none given: any caller
     callers = json.loads(os.environ.get("SECRET_SERVICE_CALLERS") or "null")
+
+    def addresses(caller: str) -> set[str]:
+        """The caller's address, or what its name resolves to within RESOLVE_S (an unknown name on an internal
+        network waits for resolvers it cannot reach: nobody may have the token, and nobody waits long)."""
+        if not caller:
+            return set()
+        try:
+            return {str(ipaddress.ip_address(caller))}
+        except ValueError:
+            pass
+        found: list[str] = []
+
+        def lookup() -> None:
+            try:
+                found.extend(socket.gethostbyname_ex(caller)[2])
+            except OSError:  # no such name (yet)
+                pass
+
+        t = threading.Thread(target=lookup, daemon=True)
+        t.start()
+        t.join(RESOLVE_S)
+        return set(found) if not t.is_alive() else set()
 
     class H(Handler):
         protocol_version = "HTTP/1.1"  # keep-alive for good requests; rejected ones are closed
@@ -399,7 +426,7 @@ def role_secret_service() -> None:
             agent = path[len("/token/"):]
             if not AGENT_ID_RE.match(agent):
                 return self.error(400, "not a complete agent id", close=True)
-            if callers is not None and callers.get(agent) != self.client_address[0]:
+            if callers is not None and self.client_address[0] not in addresses(callers.get(agent) or ""):
                 return self.error(403, "this token belongs to another agent", close=True)
             target = os.path.realpath(os.path.join(tokens, f"{agent}.token"))
             if os.path.dirname(target) != tokens:
@@ -553,6 +580,7 @@ def wait_for(url: str, limit: float) -> None:
         time.sleep(1)
 
 
+RESOLVE_S = 2.0  # the token service: how long a caller's name may take to resolve
 USERNAME_MAX = 22  # Mattermost's limit (3-22 characters, a letter first); Gitea allows 40 without `__` or `.-`
 
 

@@ -1,0 +1,86 @@
+"""The swarm lab itself: two nodes in a swarm with their labels, an internal attachable overlay network whose tasks
+on different nodes talk to each other by name and reach nothing else, an image through the manager's registry by
+digest, and a teardown that leaves nothing on the machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from scripts import swarm_lab
+from scripts.demo_images import STANDIN
+
+PROBE = """
+import json, socket, sys, urllib.request
+ips = sorted(socket.gethostbyname_ex(sys.argv[1])[2])
+statuses = [urllib.request.urlopen(f"http://{ip}:8080/", timeout=5).status for ip in ips]
+try:
+    urllib.request.urlopen(f"http://{sys.argv[2]}:22/", timeout=3)
+    outside = "reached"
+except OSError as err:
+    outside = type(err).__name__
+print(json.dumps({"ips": ips, "statuses": statuses, "outside": outside}))
+"""
+
+
+def wait_running(lab: swarm_lab.Lab, service: str, replicas: int, timeout: float = 120) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        tasks = lab.docker(lab.manager, "service", "ps", service, "--filter", "desired-state=running",
+                           "--format", "{{.Node}} {{.CurrentState}}").stdout.splitlines()
+        if sum(t.split()[1] == "Running" for t in tasks) == replicas:
+            return tasks
+        assert time.monotonic() < deadline, tasks
+        time.sleep(2)
+
+
+def test_two_nodes_talk_over_an_internal_overlay_and_nothing_else(swarm: swarm_lab.Lab):
+    lab = swarm
+    nodes = json.loads(lab.docker(lab.manager, "node", "inspect", *(n.node_id for n in lab.nodes)).stdout)
+    assert sorted(n["Spec"]["Labels"]["agensh.node"] for n in nodes) == ["n1", "n2"]
+    assert {n["Spec"]["Role"] for n in nodes} == {"manager", "worker"}
+
+    subprocess.run(["docker", "image", "inspect", STANDIN], check=True, capture_output=True)
+    swarm_lab.load(lab, [STANDIN])
+    pushed = f"{lab.registry}/{STANDIN}"
+    lab.docker(lab.manager, "tag", STANDIN, pushed)
+    lab.docker(lab.manager, "push", pushed)
+    digest = lab.docker(lab.manager, "image", "inspect", "-f", "{{index .RepoDigests 0}}", pushed).stdout.strip()
+    assert digest.startswith(f"{lab.registry}/") and "@sha256:" in digest
+
+    net, svc = f"probe-{uuid.uuid4().hex[:6]}", "probe"
+    lab.docker(lab.manager, "network", "create", "-d", "overlay", "--internal", "--attachable",
+               "--subnet", "10.200.7.0/24", net)
+    lab.docker(lab.manager, "service", "create", "-d", "--name", svc, "--replicas", "2", "--network", net,
+               "--replicas-max-per-node", "1", "--restart-condition", "none", digest,
+               "python3", "-m", "http.server", "8080")
+    tasks = wait_running(lab, svc, 2)
+    assert len(tasks) == 2
+    on_n2 = lab.docker(lab.nodes[1], "ps", "-q", "--filter", f"name={svc}").stdout.split()
+    assert len(on_n2) == 1  # one task per node, so the probe below crosses nodes
+    out = json.loads(lab.docker(lab.nodes[1], "exec", on_n2[0], "python3", "-c", PROBE, f"tasks.{svc}",
+                                lab.host_address).stdout)
+    assert len(out["ips"]) == 2 and all(ip.startswith("10.200.7.") for ip in out["ips"]), out
+    assert out["statuses"] == [200, 200], out  # both tasks answer by name, one of them on the other node
+    assert out["outside"] != "reached", out  # the internal overlay reaches neither the host nor anything else
+
+
+def test_down_leaves_nothing(docker_engine: None, tmp_path: Path):
+    """A lab of its own, taken down: no namespace, bridge, iptables rule, daemon, mount or directory is left."""
+    from tests.integration.conftest import require_lab_tools
+
+    require_lab_tools()
+    lab = swarm_lab.up(2)
+    problems = swarm_lab.down(lab)
+    assert problems == []
+    assert not any(n.netns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+                   for n in lab.nodes)
+    assert subprocess.run(["ip", "link", "show", lab.bridge], capture_output=True).returncode != 0
+    assert f"agensh-swarm-lab-{lab.id}" not in subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True,
+                                                              text=True).stdout
+    assert not any(swarm_lab._alive(pid) for pid in [lab.registry_pid, *(n.pid for n in lab.nodes)] if pid)
+    assert lab.state_dir not in Path("/proc/self/mountinfo").read_text()
+    assert not Path(lab.state_dir).exists() and not (swarm_lab.RUN_ROOT / lab.id).exists()
