@@ -3,6 +3,8 @@
 # integration (real pulumi against the real engine). Extra arguments go to pytest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# `make test` has just set the machine up, so a tier whose tools are absent fails here instead of skipping
+export CI="${CI:-true}"
 .venv/bin/python -m pytest tests "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

@@ -33,6 +33,10 @@ host_tools() {
   command -v git >/dev/null || missing+=(git)
   command -v curl >/dev/null || missing+=(curl)
   command -v ip >/dev/null || missing+=(iproute2)
+  # the swarm lab (tests/integration/test_swarm_*): namespaces, forwarding rules and a registry on the manager
+  command -v nsenter >/dev/null || missing+=(util-linux)
+  command -v iptables >/dev/null || missing+=(iptables)
+  command -v docker-registry >/dev/null || missing+=(docker-registry)
   [ -x /usr/bin/chromium ] || missing+=(chromium)  # the report's tests open the page in headless Chromium
   if [ ${#missing[@]} -eq 0 ]; then echo "    host tools present"; else apt_install "${missing[@]}"; fi
 }

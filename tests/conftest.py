@@ -1,7 +1,7 @@
 """Shared test set-up: the project on sys.path, and the guard for tiers that need real tools.
 
-A tier that needs something absent skips locally with the reason, and fails in CI (CI=true), so a
-missing engine is never a silent green run.
+A tier that needs something absent skips with the reason when pytest is run by hand, and fails under `make test`
+and in CI (CI=true, which scripts/run-tests.sh sets), so a missing engine is never a silent green run.
 """
 
 from __future__ import annotations
