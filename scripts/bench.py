@@ -201,6 +201,17 @@ def bench_profile(name: str, workers: int, ntasks: int, octet: int, data: Path) 
         mysql_max_connections=max(1000, contract.mysql_connections_needed(workers * ntasks, 100)))
 
 
+def tag_cleanrooms(lay: Layout, lab: swarm_lab.Lab | None = None) -> None:
+    """Each task's cleanroom image is the demo's calculator under the task's tag, on this host or the lab's manager
+    (where a swarm builds the worker images)."""
+    for t in lay.p.tasks:
+        tag = ["tag", DEMO_CLEANROOM, lay.p.cleanroom_image(t)]
+        if lab:
+            lab.docker(lab.manager, *tag)
+        else:
+            run(["docker", *tag])
+
+
 def layout(config: dict[str, Any], checkout: Path) -> Layout:
     raw = {k.split(":", 1)[1]: v for k, v in config.items()}
     return Layout(parse_profile(raw | {"agensh_checkout": str(checkout)}))
@@ -407,7 +418,6 @@ def remove_leftovers(lay: Layout, built: list[str]) -> None:
 
 
 def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str, Any]:
-    tasks = bench_tasks(ntasks)
     result: dict[str, Any] = {"workers": workers, "tasks": ntasks}
     with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
         tmpdir = Path(tmp)
@@ -420,8 +430,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
         result["containers"] = len(lay.containers)
         fits = (len(lay.containers) <= UNMEASURED_MAX if per_container_mb is None
                 else per_container_mb * len(lay.containers) < MEMORY_SHARE * available_mb())
-        for t in tasks:
-            run(["docker", "tag", DEMO_CLEANROOM, lay.p.cleanroom_image(t)])
+        tag_cleanrooms(lay)
         env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
         pulumi = ["pulumi", "--non-interactive", "-s", stack]
         try:
@@ -504,6 +513,7 @@ def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
         env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
         pulumi = ["pulumi", "--non-interactive", "-s", stack]
         try:
+            tag_cleanrooms(lay, lab)
             run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
                  "--env-file", "none"], cwd=proj, env=env)
             result["preview"], _ = timed_pulumi([*pulumi, "preview"], cwd=proj, env={**env, "PULUMI_SKIP_CHECKPOINTS": "true"})

@@ -143,6 +143,21 @@ def containers(profile: str) -> dict[str, dict[str, Any]] | None:
                                     "memory_mb": mib(used.get(c["Name"].lstrip("/")))} for c in inspected}
 
 
+def services(p: Profile) -> dict[str, dict[str, Any]] | None:
+    """A swarm's view of the profile's services by name, asked of the manager: running (1/1), stopped (0/0: not woken
+    or shut down) or starting. Health, memory and activity live on each task's node and are not asked for."""
+    assert p.swarm is not None
+    ls = subprocess.run(["docker", "--host", p.swarm.docker_host, "service", "ls", "--filter",
+                         contract.profile_filter(p.profile), "--format", "{{.Name}}\t{{.Replicas}}"],
+                        capture_output=True, text=True)
+    if ls.returncode:
+        return None
+    state = {"1/1": "running", "0/0": "stopped"}
+    return {name: {"state": state.get(replicas.split()[0], f"starting ({replicas.split()[0]})"), "health": None,
+                   "ceiling_mb": None, "memory_mb": None}
+            for name, replicas in (line.split("\t", 1) for line in ls.stdout.splitlines() if "\t" in line)}
+
+
 def mib(text: str | None) -> float | None:
     """Docker's `12.5MiB` / `1.2GiB` -> MiB."""
     if not text:
@@ -175,16 +190,20 @@ def snapshot(stack: str, p: Profile) -> StatusView:
     cannot: list[str] = []
     if not rd.path.exists():
         cannot.append(f"no run directory {rd.path} (not launched, or another data_root)")
-    docker = containers(p.profile)
+    swarm = p.engine == "swarm"
+    docker = services(p) if swarm else containers(p.profile)
     if docker is None:
         cannot.append("Docker cannot be asked (no engine, or no permission): container states unknown")
+    elif swarm:
+        cannot.append("a swarm's workers run on several nodes: their health, memory and last activity are not shown "
+                      "(`docker service ps` on the manager)")
     tasks = []
     for task in p.tasks:
         name, detail, deadline = phase(p, rd, task, now)
         workers = []
         for c in members(p, task, "worker"):
             d = (docker or {}).get(c.name)
-            active = last_activity(c.name) if d and d["state"] == "running" else None
+            active = last_activity(c.name) if d and d["state"] == "running" and not swarm else None
             workers.append(Worker(name=c.name, state=d["state"] if d else ("absent" if docker is not None else "unknown"),
                                   health=d and d["health"], memory_mb=d and d["memory_mb"],
                                   ceiling_mb=d and d["ceiling_mb"], last_activity=iso(active) if active else None))

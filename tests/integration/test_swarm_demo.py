@@ -144,6 +144,10 @@ def test_demo_on_two_nodes_scores_and_leaves_nothing(stack, swarm: swarm_lab.Lab
     assert (copy / TASK / "submission.tar.gz").read_bytes() == (run_dir / TASK / "submission.tar.gz").read_bytes()
     assert json.loads((run_dir / "run_manifest.json").read_text())["preserved"] == {TASK: True}
     assert Path(outputs["report"]).is_file()
+    # status asks the manager: the task is scored and its workers' services were scaled to 0 by the shutdown
+    view = json.loads(run(sys.executable, "-m", "scripts.status", profile, "--json").stdout)
+    assert view["tasks"][0]["phase"] == "scored", view
+    assert [w["state"] for w in view["tasks"][0]["workers"]] == ["stopped", "stopped"], view
 
     again = run("pulumi", "up", "--yes", "--expect-no-changes", "--non-interactive", "-s", profile, *policy)
     assert "unchanged" in again.stdout
