@@ -31,16 +31,23 @@ def sha256(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
+def secret_value(var: str, key: str, secrets: dict[str, pulumi.Output[str]]) -> pulumi.Output[str]:
+    """A secret as its variable gets it: a `_SHA256` variable gets the digest, never the value."""
+    return secrets[key].apply(sha256) if var.endswith("_SHA256") else secrets[key]
+
+
+def env_list(s: ServiceSpec, secrets: dict[str, pulumi.Output[str]]) -> list[pulumi.Input[str]]:
+    """The container's environment as Docker takes it (`NAME=value`), its secrets as they resolve."""
+    return [*(f"{k}={v}" for k, v in sorted(s.env.items())),
+            *(pulumi.Output.concat(k, "=", secret_value(k, key, secrets)) for k, key in sorted(s.secret_env.items()))]
+
+
 def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks,
               secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> docker.Container:
     addresses = {"internal": c.internal_ip, "egress": c.egress_ip, "data": c.data_ip, "operator": c.operator_ip}
     attach = [docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip,
                                                    aliases=[c.role] if kind in ("internal", "data") else None)
               for kind, ip in addresses.items() if ip]
-    envs: list[pulumi.Input[str]] = [f"{k}={v}" for k, v in sorted(s.env.items())]
-    for k, key in sorted(s.secret_env.items()):
-        value = secrets[key].apply(sha256) if k.endswith("_SHA256") else secrets[key]
-        envs.append(pulumi.Output.concat(k, "=", value))
     health = None
     if s.healthcheck:
         health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH)
@@ -50,7 +57,7 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         image=s.image,
         hostname=c.name if ROLES[c.role].per_task else c.role,
         networks_advanced=attach,
-        envs=envs,
+        envs=env_list(s, secrets),
         labels=docker_labels(c.labels),
         volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
                                             read_only=m.read_only) for m in s.mounts],

@@ -165,13 +165,12 @@ class NodePlan:
 class Plan:
     nodes: list[NodePlan]
     unplaced: list[int]  # worker numbers that fit no node
-    hosts_needed: int  # nodes of the profile's worker-node size the team needs in all
 
     @property
     def fits(self) -> bool:
         return not self.unplaced
 
-    def node_of(self, p: Profile, role: str, index: int | None) -> str:
+    def node_of(self, role: str, index: int | None) -> str:
         """The node a container of this role (and worker number, for routers and workers) runs on."""
         if not ROLES[role].per_task:
             return next(n.node.name for n in self.nodes if n.platform)
@@ -197,7 +196,7 @@ def plan(p: Profile) -> Plan:
             unplaced.append(n)
             continue
         min(open_nodes, key=lambda x: len(x.members) / x.limit).members.append(n)
-    return Plan(nodes, unplaced, hosts_needed(p))
+    return Plan(nodes, unplaced)
 
 
 def reference_node(s: SwarmSettings) -> SwarmNode:
@@ -205,9 +204,9 @@ def reference_node(s: SwarmSettings) -> SwarmNode:
     return next((n for n in s.nodes if n.role == "worker"), s.manager)
 
 
-def hosts_needed(p: Profile) -> int:
+def hosts_needed(p: Profile) -> int | None:
     """How many hosts the team needs: the platform's node plus as many more as the pairs left over take, all of the
-    reference node's size."""
+    reference node's size (None: a host of that size takes no pair)."""
     s = p.swarm
     assert s is not None
     size = reference_node(s)
@@ -218,8 +217,16 @@ def hosts_needed(p: Profile) -> int:
     if p.workers <= on_platform:
         return 1
     if per_node == 0:
-        raise ValueError(f"a host of {size.memory_gib:g} GiB and {size.cpus:g} CPUs takes no router+worker pair")
+        return None
     return 1 + math.ceil((p.workers - on_platform) / per_node)
+
+
+def needs(p: Profile) -> str:
+    """The hosts the team needs, in words."""
+    size, needed = reference_node(p.swarm), hosts_needed(p)  # type: ignore[arg-type]
+    if needed is None:
+        return f"a host of {size.memory_gib:g} GiB and {size.cpus:g} CPUs takes no router+worker pair"
+    return f"the team needs {needed} hosts of {size.memory_gib:g} GiB and {size.cpus:g} CPUs"
 
 
 def problems(p: Profile) -> list[tuple[str, str]]:
@@ -256,8 +263,7 @@ def problems(p: Profile) -> list[tuple[str, str]]:
     if not made.fits:
         limits = ", ".join(f"{x.node.name} {x.limit}" for x in made.nodes)
         out.append(("swarm.nodes", f"{p.workers} router+worker pairs do not fit: the nodes take {limits} "
-                                   f"({sum(x.limit for x in made.nodes)}); the team needs {made.hosts_needed} hosts "
-                                   "of the worker nodes' size"))
+                                   f"({sum(x.limit for x in made.nodes)}); {needs(p)}"))
     return out
 
 

@@ -28,7 +28,7 @@ import pulumi_docker as docker
 
 from . import contract, placement
 from . import step_inputs as si
-from .containers import sha256
+from .containers import HEALTH, env_list, secret_value
 from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels
@@ -38,7 +38,6 @@ from .rundir import ProfileDir
 from .steps import Step
 from .topology import Placement, members, network_names, networks, placements
 
-HEALTH = {"interval": "5s", "timeout": "3s", "retries": 30, "start_period": "5s"}
 CONVERGE = {"delay": "2s", "timeout": "5m"}
 MODEL_SECRET_KEY = "llm_upstream_token"
 SECRETS_DIR = "/run/secrets"
@@ -124,7 +123,7 @@ class Swarm(pulumi.ComponentResource):
                                                  triggers={"image": built.image_id}, opts=self._child())
             repo = target.rsplit(":", 1)[0] if ":" in target.rsplit("/", 1)[-1] else target
             self.refs[image] = pulumi.Output.concat(repo, "@", pushed[image].sha256_digest)
-        self.digests = pulumi.Output.all(**{k: v for k, v in self.refs.items()})
+        self.digests = pulumi.Output.all(**self.refs)
 
     def from_manager(self, m: Mount) -> bool:
         """A mount of the Agensh checkout or of this project's scripts, which only the manager has: its files travel as
@@ -132,29 +131,29 @@ class Swarm(pulumi.ComponentResource):
         return any(Path(m.host_path).is_relative_to(root) for root in (self.p.checkout_dir, SCRIPTS))
 
     def on(self, c: Placement) -> placement.SwarmNode:
-        return self.s.node(self.plan.node_of(self.p, c.role, c.index))
+        return self.s.node(self.plan.node_of(c.role, c.index))
 
     def prepare_nodes(self, after: pulumi.Resource, opts: pulumi.ResourceOptions) -> Step:
         """The step that makes every bind source on its node before any service starts (and removes the nodes'
         profile directories and pulled images on destroy)."""
         def node_dirs(image: str) -> list[si.NodeDirs]:
+            views = {node.name: on_node(self.p, node) for node in self.s.nodes}
+            dirs: dict[str, set[str]] = {name: set() for name in views}
+            owned: dict[str, set[str]] = {name: set() for name in views}
+            for c in placements(self.p):  # each container once, on the node the plan gives it
+                node = self.on(c).name
+                s = spec(views[node], c)
+                for m in () if s.one_shot else s.mounts:
+                    if not self.from_manager(m):
+                        archive = c.role == "worker" and m.host_path == self._archive(views[node], c)
+                        (owned if archive else dirs)[node].add(m.host_path)
             out = []
             for node in self.s.nodes:
-                pn = on_node(self.p, node)
-                dirs, owned = set(), set()
-                for c in placements(self.p):
-                    s = spec(pn, c)
-                    if self.on(c) != node or s.one_shot:
-                        continue
-                    for m in s.mounts:
-                        if self.from_manager(m):
-                            continue
-                        archive = c.role == "worker" and m.host_path == self._archive(pn, c)
-                        (owned if archive else dirs).add(m.host_path)
                 docker_host = self.s.docker_host_of(node)
                 assert docker_host is not None, node.name  # placement.problems refuses a node without one
                 out.append(si.NodeDirs(node=node.name, docker_host=docker_host,
-                                       profile_dir=str(ProfileDir.of(pn).path), dirs=sorted(dirs), owned=sorted(owned),
+                                       profile_dir=str(ProfileDir.of(views[node.name]).path),
+                                       dirs=sorted(dirs[node.name]), owned=sorted(owned[node.name]),
                                        image=image, manager=node.role == "manager"))
             return out
 
@@ -203,16 +202,15 @@ class Swarm(pulumi.ComponentResource):
         env: dict[str, pulumi.Input[str]] = dict(s.env)
         refs = []
         for k, key in sorted(s.secret_env.items()):
-            if k.endswith("_SHA256"):
-                env[k] = self.secrets[key].apply(sha256)
-            elif key == MODEL_SECRET_KEY:  # the model credential: a swarm secret file, never the environment
+            # the model credential: a swarm secret file, never the environment
+            if key == MODEL_SECRET_KEY and not k.endswith("_SHA256"):
                 path = f"{SECRETS_DIR}/{k.lower()}"
                 env[f"{k}_FILE"] = path
                 refs.append(docker.ServiceTaskSpecContainerSpecSecretArgs(
                     secret_id=self.model_secret.id, secret_name=self.model_secret.name, file_name=path,
                     file_uid="0", file_gid="0", file_mode=0o400))
             else:
-                env[k] = self.secrets[key]
+                env[k] = secret_value(k, key, self.secrets)
         return env, refs
 
     def _service(self, resource_name: str, c: Placement, s: ServiceSpec, node: placement.SwarmNode,
@@ -268,10 +266,8 @@ class Swarm(pulumi.ComponentResource):
 
     def _one_shot(self, resource_name: str, c: Placement, s: ServiceSpec, opts: pulumi.ResourceOptions) -> docker.Container:
         """A container that runs to completion on the manager, attached to the internal overlay network."""
-        env: list[pulumi.Input[str]] = [f"{k}={v}" for k, v in sorted(s.env.items())]
-        env += [pulumi.Output.concat(k, "=", self.secrets[key]) for k, key in sorted(s.secret_env.items())]
         return docker.Container(
-            resource_name, name=c.name, image=s.image, hostname=c.role, envs=env, user=s.user,
+            resource_name, name=c.name, image=s.image, hostname=c.role, envs=env_list(s, self.secrets), user=s.user,
             labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),
             networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=self.networks["internal"].name, aliases=[c.role])],
             volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,

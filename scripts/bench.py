@@ -46,6 +46,7 @@ from components.roles import ROLES, ServiceSpec, spec
 from components.topology import Placement, network_names, networks, placements
 from scripts import demo_images, swarm_lab
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.status import mib
 
 PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
 DEMO_CLEANROOM = contract.cleanroom_image("testorg__calculator.abc1234", "agensh-demo")
@@ -391,9 +392,7 @@ def container_memory_mb(label_value: str) -> float:
     ids = run(["docker", "ps", "-q", "--filter", f"label={LABEL}={label_value}-{RUN}"]).stdout.split()
     out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids], capture_output=True,
                          text=True).stdout if ids else ""
-    units = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}
-    used = [float(amount[:-3]) * units[amount[-3:]] for amount in (line.split("/")[0].strip() for line in
-            out.splitlines()) if amount[-3:] in units]
+    used = [mb for mb in (mib(line.split("/")[0].strip()) for line in out.splitlines()) if mb is not None]
     return sum(used) / len(used) if used else 0.0
 
 

@@ -27,12 +27,11 @@ def standin_images(tag: str = "demo") -> tuple[str, str]:
 
 STANDIN, MATTERMOST = standin_images()
 BLOBS = service_images.cache_root() / "demo" / "blobs"
-LEGACY_BUILDER = {"DOCKER_BUILDKIT": "0"}
 
 
 def build(tag: str, context: Path | None = None, dockerfile: str | None = None, label: str = "") -> None:
     args = ["docker", "build", "-q", "-t", tag, "--label", f"agensh.standin={label or tag}"]
-    env = {**os.environ, **LEGACY_BUILDER}
+    env = {**os.environ, **service_images.LEGACY_BUILDER}
     if dockerfile is not None:
         subprocess.run([*args, "-"], input=dockerfile.encode(), env=env, check=True, capture_output=True)
     else:

@@ -19,35 +19,39 @@ from typing import Any
 import yaml
 
 from components import contract, placement
-from components.profile import NAMESPACE, Profile, ProfileError, parse_profile
+from components.profile import Profile, ProfileError, parse_profile
 from components.topology import placements
-
-ROOT = Path(__file__).resolve().parent.parent
+from scripts.new_stack import plain_settings, stack_file
 
 
 def raw_profile(source: str) -> dict[str, Any]:
     """The `agensh:` settings of a stack name or a profile file (secrets are not needed and not read)."""
-    path = Path(source)
-    if not path.is_file():
-        path = ROOT / "stacks" / f"Pulumi.{source}.yaml"
+    path = Path(source) if Path(source).is_file() else stack_file(source)
     if not path.is_file():
         raise SystemExit(f"plan: {source!r} is neither a profile file nor a stack (no {path})")
-    config = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
-    prefix = f"{NAMESPACE}:"
-    return {k[len(prefix):]: v for k, v in config.items()
-            if k.startswith(prefix) and k[len(prefix):] not in contract.SECRET_KEYS}
+    settings = plain_settings((yaml.safe_load(path.read_text()) or {}).get("config") or {})
+    return {k: v for k, v in settings.items() if k not in contract.SECRET_KEYS}  # a profile file may hold them plain
 
 
 def what_if(raw: dict[str, Any], workers: int | None, memory_gib: float | None, cpus: float | None) -> dict[str, Any]:
     raw = dict(raw)
     if workers is not None:
         raw["workers"] = workers
-        raw["mm_max_users_per_team"] = max(int(raw.get("mm_max_users_per_team", 0)), workers + 3)
+        admins = int(raw.get("administrators", Profile.model_fields["administrators"].default))
+        needed = contract.mm_users_needed(workers, admins)
+        raw["mm_max_users_per_team"] = max(int(raw.get("mm_max_users_per_team", 0)), needed + 1)  # must exceed it
     if (memory_gib or cpus) and raw.get("swarm"):
         raw["swarm"] = dict(raw["swarm"], nodes=[dict(n, **({"memory_gib": memory_gib} if memory_gib else {}),
                                                       **({"cpus": cpus} if cpus else {}))
                                                  for n in raw["swarm"]["nodes"]])
     return raw
+
+
+def hosts_line(p: Profile) -> str:
+    size, needed = placement.reference_node(p.swarm), placement.hosts_needed(p)  # type: ignore[arg-type]
+    if needed is None:
+        return placement.needs(p)
+    return f"{needed} (the platform's node and {needed - 1} more of {size.memory_gib:g} GiB / {size.cpus:g} CPUs)"
 
 
 def report(p: Profile, made: placement.Plan, containers: bool) -> str:
@@ -57,8 +61,7 @@ def report(p: Profile, made: placement.Plan, containers: bool) -> str:
     lines = [f"profile {p.profile}: {p.workers} workers x {len(p.tasks)} task(s); a pair (worker {p.worker_memory_gib} GiB "
              f"+ router {p.router_memory_gib} GiB ceilings) counts {pair.memory_mb} MB and {pair.cpus:g} CPUs; "
              f"slice {p.slice_memory_percent}%, overcommit x{s.memory_overcommit:g}",
-             f"hosts needed: {made.hosts_needed} (the platform's node and {made.hosts_needed - 1} more of "
-             f"{placement.reference_node(s).memory_gib:g} GiB / {placement.reference_node(s).cpus:g} CPUs)",
+             f"hosts needed: {hosts_line(p)}",
              "", f"{'node':<10} {'role':<8} {'memory':>9} {'cpus':>6} {'limit':>6} {'pairs':>6}  platform  workers"]
     for n in made.nodes:
         lines.append(f"{n.node.name:<10} {n.node.role:<8} {n.capacity.memory_mb:>7}MB {n.capacity.cpus:>6g} {n.limit:>6} "
@@ -70,7 +73,7 @@ def report(p: Profile, made: placement.Plan, containers: bool) -> str:
         for c in placements(p):
             if c.role in ("router", "worker") and c.index in made.unplaced:
                 continue
-            lines.append(f"{c.name:<60} {made.node_of(p, c.role, c.index)}")
+            lines.append(f"{c.name:<60} {made.node_of(c.role, c.index)}")
     return "\n".join(lines)
 
 

@@ -28,9 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from scripts.calculator import BASE_IMAGE
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVICES = ROOT / "stacks" / "services"
-BASE_IMAGE = "agensh-base:bookworm"
 GITEA_MODULE = "code.gitea.io/gitea"
 GITEA_VERSION = "1.26.0"
 GITEA_IMAGE = f"agensh-gitea:{GITEA_VERSION}"

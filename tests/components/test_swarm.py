@@ -30,7 +30,7 @@ def test_swarm_graph(tmp_path: Path, run_program):
     assert sorted(services) == sorted(c.name for c in expected)  # 120 workers, 120 routers, 6 platform services
     for c in expected:
         spec = services[c.name]["taskSpec"]
-        node = plan.node_of(profile, c.role, c.index)
+        node = plan.node_of(c.role, c.index)
         assert spec["placement"]["constraints"] == [contract.node_constraint(node)]
         assert spec["restartPolicy"]["condition"] == "none"
         # a worker has no task until the wake step scales it to 1 at its ramp offset

@@ -28,7 +28,7 @@ def test_hosts_needed_for_8_32_120_workers(workers: int, hosts: int):
     also holds the platform's 8 GiB (still 5 pairs). 8 workers: 2 hosts; 32: 1 + ceil(27 / 5) = 7; 120: 24."""
     p = parse_profile(swarm(workers, hosts))
     made = placement.plan(p)
-    assert made.fits and made.hosts_needed == hosts
+    assert made.fits and placement.hosts_needed(p) == hosts
     assert [n.limit for n in made.nodes] == [5] * hosts
     assert sorted(w for n in made.nodes for w in n.members) == list(range(1, workers + 1))
     assert max(len(n.members) for n in made.nodes) - min(len(n.members) for n in made.nodes) <= 1  # spread evenly
@@ -48,7 +48,7 @@ def test_too_few_hosts_are_refused_with_the_number_needed():
 def test_every_container_has_a_node_routers_beside_their_workers_platform_on_the_manager():
     p = parse_profile(swarm(8, 2))
     made = placement.plan(p)
-    where = {c.name: made.node_of(p, c.role, c.index) for c in placements(p)}
+    where = {c.name: made.node_of(c.role, c.index) for c in placements(p)}
     assert len(where) == len(placements(p))
     for c in placements(p):
         if c.role in ("router", "worker"):
@@ -78,7 +78,7 @@ def test_platform_on_a_labelled_node():
     p = parse_profile(settings)
     made = placement.plan(p)
     assert [n.platform for n in made.nodes] == [False, False, True]
-    assert made.node_of(p, "gitea", None) == "n3"
+    assert made.node_of("gitea", None) == "n3"
 
 
 def test_swarm_settings_are_checked():
