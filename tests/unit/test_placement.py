@@ -36,6 +36,15 @@ def test_hosts_needed_for_8_32_120_workers(workers: int, hosts: int):
         assert placement.fit_problem(n.node.name, n.capacity, n.load(p, p.swarm)) is None
 
 
+def test_a_node_too_small_for_a_pair_takes_none_and_the_others_hold_the_team():
+    settings = swarm(8, 3)
+    settings["swarm"]["nodes"][1].update(memory_gib=1, cpus=1)  # n2, the first worker node: the size hosts count in
+    p = parse_profile(settings)
+    made = placement.plan(p)
+    assert made.fits and [len(n.members) for n in made.nodes] == [4, 0, 4]
+    assert placement.hosts_needed(p) is None and "takes no router+worker pair" in placement.needs(p)
+
+
 def test_too_few_hosts_are_refused_with_the_number_needed():
     with pytest.raises(ProfileError) as err:
         parse_profile(swarm(120, 4))
