@@ -44,7 +44,7 @@ from components.containers import HEALTH, WAIT_TIMEOUT_S
 from components.profile import Profile, parse_profile
 from components.roles import ROLES, ServiceSpec, spec
 from components.topology import Placement, network_names, networks, placements
-from scripts import demo_images, swarm_lab
+from scripts import demo_images, service_images, swarm_lab
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 from scripts.status import mib
 
@@ -55,7 +55,7 @@ LABEL = "agensh.bench"  # its value names the side and this run, so only this ru
 RUN = os.getpid()
 # The stand-in images of this checkout under private tags (the shared ones may come from another checkout); the real
 # Gitea and MariaDB images are the demo's (built once per version).
-STANDIN_TAG = f"bench-{os.getpid()}"
+STANDIN_TAG = f"bench-{RUN}"
 PRIVATE = dict(zip(("standin", "mattermost"), demo_images.standin_images(STANDIN_TAG)))
 COMPOSE_TIMEOUT_S = 900
 MEMORY_SHARE = 0.5  # run `up` only when the containers' measured memory fits in this share of the available memory
@@ -251,7 +251,7 @@ class Plain:
         t0 = time.monotonic()
         labels = ["--label", f"{LABEL}=plain-{RUN}"]
         run_dag({tag: (deps, lambda tag=tag, args=args: run(
-            ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args], env={**os.environ, "DOCKER_BUILDKIT": "0"}))
+            ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args], env={**os.environ, **service_images.LEGACY_BUILDER}))
             for tag, (deps, args) in self.lay.images().items()})
         return time.monotonic() - t0
 

@@ -3,9 +3,13 @@ they never touch the user's stacks, stack files or state."""
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
+import random
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +57,8 @@ def isolated_env(tmp: Path, passphrase: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def free_octet(first: int = 160, last: int = 240) -> int:
-    """An octet X whose 10.X.0.0/16 no Docker network and no host route uses, so several test runs (or a test beside
-    a user's stacks) never collide. Chosen at random in [first, last]."""
-    import ipaddress
-    import json
-    import random
-    import subprocess
-
+def used_subnets() -> list[ipaddress.IPv4Network]:
+    """Every IPv4 subnet a Docker network or a host route of this machine uses."""
     used: list[ipaddress.IPv4Network] = []
     ids = subprocess.run(["docker", "network", "ls", "-q"], capture_output=True, text=True).stdout.split()
     for net in json.loads(subprocess.run(["docker", "network", "inspect", *ids], capture_output=True,
@@ -68,7 +66,13 @@ def free_octet(first: int = 160, last: int = 240) -> int:
         used += [ipaddress.ip_network(c["Subnet"]) for c in (net.get("IPAM") or {}).get("Config") or []
                  if ":" not in c.get("Subnet", ":")]
     routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout.split()
-    used += [ipaddress.ip_network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
+    return used + [ipaddress.ip_network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
+
+
+def free_octet(first: int = 160, last: int = 240) -> int:
+    """An octet X whose 10.X.0.0/16 no Docker network and no host route uses, so several test runs (or a test beside
+    a user's stacks) never collide. Chosen at random in [first, last]."""
+    used = used_subnets()
     octets = list(range(first, last + 1))
     random.shuffle(octets)
     for octet in octets:

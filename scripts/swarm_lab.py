@@ -33,6 +33,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from components import contract
+from scripts.sandbox import used_subnets
+from scripts.step import write_atomic
 
 LAB_OCTET = 31  # the lab's underlay lives in 10.31.0.0/16, one /24 per lab
 REGISTRY_PORT = 5000
@@ -74,9 +76,7 @@ class Lab(BaseModel):
         return run("docker", "-H", f"unix://{node.socket}", *args, check=check, **kw)
 
     def save(self) -> None:
-        path = Path(self.state_dir) / "lab.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=2))
+        write_atomic(Path(self.state_dir) / "lab.json", self)  # `down` reads it after a crash: never half written
 
     def swarm_settings(self, memory_gib: float, cpus: float) -> dict:
         """The profile's `swarm` setting for this lab (components/placement.py: SwarmSettings)."""
@@ -100,14 +100,16 @@ def say(message: str) -> None:
     print(f"swarm-lab: {message}", file=sys.stderr, flush=True)
 
 
+TOOLS = ("dockerd", "nsenter", "ip", "iptables", "docker-registry")
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
+
+
 def free_subnet() -> ipaddress.IPv4Network:
     """A 10.31.Y.0/24 that no host route and no Docker network of the host uses."""
-    used = [ipaddress.ip_network(w, strict=False) for w in run("ip", "-4", "route").stdout.split()
-            if "/" in w and w[0].isdigit()]
-    ids = run("docker", "network", "ls", "-q", check=False).stdout.split()
-    for net in json.loads(run("docker", "network", "inspect", *ids, check=False).stdout or "[]") if ids else []:
-        used += [ipaddress.ip_network(c["Subnet"]) for c in (net.get("IPAM") or {}).get("Config") or []
-                 if ":" not in c.get("Subnet", ":")]
+    used = used_subnets()
     for y in range(1, 255):
         net = ipaddress.ip_network(f"10.{LAB_OCTET}.{y}.0/24")
         if not any(net.overlaps(u) for u in used):
@@ -126,9 +128,9 @@ def up(nodes: int, lab_id: str | None = None) -> Lab:
     lab_id = lab_id or secrets.token_hex(2)
     if not lab_id.isalnum() or len(lab_id) > 6:
         raise ValueError(f"lab id {lab_id!r}: at most 6 letters or digits (interface names are short)")
-    for tool in ("dockerd", "nsenter", "ip", "iptables", "docker-registry"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is missing (apt-get install docker.io iproute2 iptables util-linux docker-registry)")
+    if missing_tools():
+        raise RuntimeError(f"{', '.join(missing_tools())} missing (apt-get install docker.io iproute2 iptables "
+                           "util-linux docker-registry)")
     subnet = free_subnet()
     lab = Lab(id=lab_id, state_dir=str(STATE_ROOT / lab_id), subnet=str(subnet), bridge=f"agsw{lab_id}",
               host_address=str(subnet.network_address + 1))

@@ -61,9 +61,8 @@ def systemd_host(tmp_path: Path, docker_engine: None):
 
 
 def require_lab_tools() -> None:
-    require(os.geteuid() == 0 and all(shutil.which(t) for t in ("dockerd", "nsenter", "ip", "iptables")),
-            "root with dockerd, nsenter, ip and iptables")
-    require(shutil.which("docker-registry") is not None, "Debian's docker-registry")
+    require(os.geteuid() == 0, "root (the swarm lab starts Docker daemons in network namespaces)")
+    require(not swarm_lab.missing_tools(), f"{', '.join(swarm_lab.missing_tools())} (the swarm lab's tools)")
 
 
 @pytest.fixture(scope="module")
