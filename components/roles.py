@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal
 
@@ -70,22 +71,24 @@ def url(p: Profile, role: str) -> str:
     return f"http://{address(p, role)}:{ROLES[role].port}"
 
 
-def address(p: Profile, role: str) -> str:
-    """Where the team reaches a platform service: its fixed address on one host; on a swarm, where services get no
-    fixed address, its service name (the overlay network's DNS)."""
+def address(p: Profile, role: str, network: IPv4Network | None = None) -> str:
+    """Where a platform service is reached on a network (default: the internal one): its fixed address there on one
+    host; on a swarm, where services get no fixed address, its service name (the overlay network's DNS)."""
     if p.engine == "swarm":
         return contract.resource_name(p.profile, role)
     slot = ROLES[role].slot
     assert slot is not None, role
-    return addressing.service_ip(p.internal_network, slot)
+    return addressing.service_ip(network or p.internal_network, slot)
+
+
+def database_host(p: Profile) -> str:
+    """The database on the data network, the only network it joins besides the operator's."""
+    assert p.data_network is not None
+    return address(p, "mysql", p.data_network)
 
 
 def database(p: Profile) -> str:
-    """host:port of the database on the data network (the only network it joins besides the operator's); on a swarm
-    its service name there."""
-    assert p.data_network is not None and ROLES["mysql"].slot is not None
-    host = address(p, "mysql") if p.engine == "swarm" else addressing.service_ip(p.data_network, ROLES["mysql"].slot)
-    return f"{host}:{ROLES['mysql'].port}"
+    return f"{database_host(p)}:{ROLES['mysql'].port}"
 
 
 def operator_url(p: Profile, role: str) -> str:
@@ -201,7 +204,7 @@ def router(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
         image=p.image("mini-router"), memory_mb=p.router_memory_gib * contract.GIB_MB, stopped_on_purpose=True,
         env={**member_env(p, c), "MINI_ROUTER_STUCK_MS": str(p.mini_router_stuck_ms), "PORT": str(HTTP_PORT),
-             "MYSQL_HOST": database(p).split(":")[0], "MYSQL_MAX_POOL": str(contract.CONNECTIONS_PER_ROUTER),
+             "MYSQL_HOST": database_host(p), "MYSQL_MAX_POOL": str(contract.CONNECTIONS_PER_ROUTER),
              "MYSQL_USER": contract.ROUTER_DB, "MYSQL_DATABASE": contract.ROUTER_DB},
         secret_env={"MYSQL_PASSWORD": "mysql_router_password"}, healthcheck=http_check(HTTP_PORT))
 

@@ -243,14 +243,18 @@ memory_ceilings = _policy(ResourceValidationPolicy, "memory-ceilings",
 def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
     allowed = args.get_config().get("modelCredentialRoles", ["egress-proxy"])
     model_values, secret_values = set(), set()
-    for c in containers(args):
+    cs = containers(args)
+    for c in cs:
         for key, value in env_map(c.props).items():
             if len(value) >= 8 and SECRETISH.search(key):
                 secret_values.add(value)
                 if key in contract.MODEL_CREDENTIAL_ENVS:
                     model_values.add(value)
-    for c in containers(args):
+    for c in cs:
         r, env = role(c.props), env_map(c.props)
+        if c.props.get("secrets") and r not in allowed:
+            report(f"service {c.name!r} ({r}) is given the swarm secret(s) {c.props['secrets']}; only the "
+                   "egress proxy holds the model credential.")
         for key, value in env.items():
             if key in contract.MODEL_CREDENTIAL_ENVS and r not in allowed:
                 report(f"container {c.name!r} ({r}) carries the model credential {key}; only the egress proxy may. "
@@ -261,10 +265,6 @@ def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
                 report(f"worker {c.name!r} has {key} in its environment; workers hold only the local proxy credential.")
             elif r == "worker" and value in secret_values and key != contract.PROXY_CREDENTIAL_ENV:
                 report(f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy credential.")
-    for c in containers(args):
-        if c.props.get("secrets") and role(c.props) not in allowed:
-            report(f"service {c.name!r} ({role(c.props)}) is given the swarm secret(s) {c.props['secrets']}; only the "
-                   "egress proxy holds the model credential.")
     for r in args.resources:
         for label, value in label_map(r.props).items():
             if SECRETISH.search(str(label)) or any(s in str(value) for s in secret_values):
@@ -335,9 +335,10 @@ def _team_limits(args: StackValidationArgs, report: ReportViolation) -> None:
     """The contract's team-limit rule on the rendered containers; the profile's numbers come from the policy config
     `new_stack` writes (the profile's defaults otherwise)."""
     cfg = args.get_config()
-    workers = Counter(label_map(c.props).get(TASK_LABEL) for c in containers(args) if role(c.props) == "worker")
-    routers = Counter(label_map(c.props).get(TASK_LABEL) for c in containers(args) if role(c.props) == "router")
-    by_role = {role(c.props): c for c in containers(args)}
+    cs = containers(args)
+    workers = Counter(label_map(c.props).get(TASK_LABEL) for c in cs if role(c.props) == "worker")
+    routers = Counter(label_map(c.props).get(TASK_LABEL) for c in cs if role(c.props) == "router")
+    by_role = {role(c.props): c for c in cs}
     holder = {"mm_max_users_per_team": by_role.get("mattermost"), "mysql_max_connections": by_role.get("mysql")}
     mm, mysql = holder["mm_max_users_per_team"], holder["mysql_max_connections"]
     flags = [a for a in (mysql.props.get("command") or [] if mysql else []) if str(a).startswith("--max-connections=")]
