@@ -57,11 +57,12 @@ class Experiment(pulumi.ComponentResource):
         # the engine: this host's Docker, or a swarm through its manager (components/swarm.py)
         self.swarm = Swarm(f"{name}-swarm", p, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
         self.host_units = None
+        self.units: list[HostUnits] = []  # the slice and guard every container waits for: this host's, each node's
         if p.host_units != "off":
             key = Path(p.ssh_key_path).expanduser().read_text() if p.ssh_key_path else None
-            self.host_units = HostUnits(f"{name}-host", p, self.opts(), pulumi.Output.secret(key) if key else None)
-            if self.swarm is not None:  # and on every other node of the swarm, over SSH
-                self.node_units = self.swarm.host_units(pulumi.Output.secret(key) if key else None, self.opts())
+            ssh_key = pulumi.Output.secret(key) if key else None
+            self.host_units = HostUnits(f"{name}-host", p, self.opts(), ssh_key)
+            self.units = [self.host_units, *(self.swarm.host_units(ssh_key, self.opts()) if self.swarm else [])]
         self.docker_env = {"DOCKER_HOST": self.swarm.s.docker_host} if self.swarm else {}
         engine = self.opts() if self.swarm is None else pulumi.ResourceOptions(
             parent=self, providers={"docker": self.swarm.provider})
@@ -78,7 +79,7 @@ class Experiment(pulumi.ComponentResource):
         self.teams: list[Team] = []
         if not p.run_steps:  # the bare topology: services after the host units, each team after the services
             self.platform = Platform(f"{name}-platform", p, self.declare, self.images,
-                                     [d for d in (data, self.host_units) if d is not None], self.opts())
+                                     [data, *self.units], self.opts())
             self.teams = [Team(f"{name}-{contract.task_slug(t)}", p, t, self.declare, self.images,
                                [self.platform], self.opts()) for t in p.tasks]
             record: pulumi.Input[dict[str, Any]] = {"steps": "off"}
@@ -120,7 +121,7 @@ class Experiment(pulumi.ComponentResource):
             checkout_revision=self.revision,
             subnets=[str(n) for n in networks(p).values()],
             networks=sorted(network_names(p).values()), ports=sorted(p.ports.values()), limits=p.limits,
-        ), self.opts(data, self.networks, self.images, self.host_units), args="host", once_per_run=p.run_id,
+        ), self.opts(data, self.networks, self.images, *self.units), args="host", once_per_run=p.run_id,
             late={"host_units_receipt": self.host_units.receipt} if self.host_units else None, env=self.docker_env)
         manifest_inputs = si.ManifestInputs(
             run_dir=self.run_dir, project_dir=str(self.project_dir), checkout=str(self.checkout),
@@ -132,7 +133,7 @@ class Experiment(pulumi.ComponentResource):
                         once_per_run=p.run_id, late={"images": images})
         self.platform = Platform(
             f"{name}-platform", p, self.declare, self.images,
-            [d for d in (manifest, self.host_units) if d is not None], self.opts(),
+            [manifest, *self.units], self.opts(),
             gate=lambda model_path: Step(f"{name}-preflight-model", "preflight", si.PreflightModelInputs(
                 run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort,
                 proxy_url=operator_url(p, "egress-proxy"),

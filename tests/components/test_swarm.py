@@ -76,3 +76,17 @@ def test_swarm_graph(tmp_path: Path, run_program):
     seed = steps["experiment-jgm-pandoc-5caad90-seed"]["environment"]
     assert seed["DOCKER_HOST"] == "unix:///var/run/docker.sock"
     assert json.loads(seed["AGENSH_INPUT"])["gitea_url"] == f"http://10.40.0.11:{profile.port_base}"
+
+
+def test_every_node_has_its_host_units_before_the_launch(tmp_path: Path, run_program):
+    """The slice and the reboot guard on the manager and, over SSH, on every other node: the host preflight (and so
+    every service) waits for all of them."""
+    profile = stack_profile("cohort-w120-swarm", tmp_path, host_units="local")
+    (Path(profile.agensh_checkout) / "prompts" / "kickoff.md").write_text("Task $task_id, deadline $deadline\n")
+    regs = run_program(lambda: Experiment("experiment", profile, secrets(), project_dir=tmp_path).images.ids)
+    units = [r for r in regs.values() if r.type == "agensh:index:HostUnits"]
+    assert len(units) == len(profile.swarm.nodes) == 24  # the manager's own, 23 nodes over SSH
+    waits_for = set(regs["experiment-preflight-host"].deps)  # a component's dependents wait for its children
+    for u in units:
+        children = {r.urn for r in regs.values() if r.parent == u.urn}
+        assert children and children <= waits_for, u.name
