@@ -128,7 +128,7 @@ class Experiment(pulumi.ComponentResource):
             profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt, copy_dir=self.copy_dir,
             start_at=p.start_at)
         images = self.images.ids if self.swarm is None else pulumi.Output.all(self.images.ids, self.swarm.digests).apply(
-            lambda both: {**both[0], **both[1]})  # a swarm records each image's registry digest too
+            lambda both: {**both[0], **both[1]})  # on a swarm, the registry digest each node ran, not the manager's id
         manifest = Step(f"{name}-manifest-start", "manifest", manifest_inputs, self.opts(preflight), args="start",
                         once_per_run=p.run_id, late={"images": images})
         self.platform = Platform(

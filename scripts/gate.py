@@ -37,7 +37,7 @@ from programbench.submission import aggregate, score_instance
 
 from components.profile import ProfileError
 from components.records import Comparison, GatePair, GateResult, Host, LoadCheck, LoadReading, Manifest, read_record
-from components.rundir import CopyDir, ProfileDir, RunDir
+from components.rundir import CopyDir, RunDir
 from scripts import preserve
 from scripts.manifest import host_resources
 from scripts.new_stack import load_profile
@@ -229,9 +229,7 @@ def record(rd: RunDir, result: GateResult) -> None:
         return
     write_atomic(rd.manifest, manifest.model_copy(update={"gate": result}))
     if manifest.copy_dir:
-        pd = ProfileDir(rd.path.parent)
-        t = preserve.mirror(rd, pd.run_archives(rd.path.name), CopyDir(Path(manifest.copy_dir)), None)
-        preserve.record_sums(CopyDir(Path(manifest.copy_dir)), t.sums)
+        t = preserve.refresh(rd, CopyDir(Path(manifest.copy_dir)), [rd.gate, rd.manifest])
         if t.problems:
             print(f"gate: the run's copy in {manifest.copy_dir} is not verified: {'; '.join(t.problems[:3])}",
                   file=sys.stderr)

@@ -65,8 +65,24 @@ def sources(rd: RunDir, archives: Mapping[str, Path], copy: CopyDir, task: str |
     return [(src, dst, dst.relative_to(copy.path) if dst != copy.path else Path(".")) for src, dst in out]
 
 
+def copy_verified(t: Tally, src: Path, dst: Path, label: str) -> None:
+    """Copy a regular file unless its copy already agrees, then verify the copy's digest against the original's."""
+    want = sha256(src)
+    if not (dst.is_file() and sha256(dst) == want):
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        part = dst.with_name(f".{dst.name}.part")
+        shutil.copyfile(src, part, follow_symlinks=False)
+        os.replace(part, dst)
+    got = sha256(dst)
+    if got != want:
+        t.problems.append(f"{dst} differs from {src} after copying")
+    t.files += 1
+    t.bytes += src.stat().st_size
+    t.sums[label] = got
+
+
 def mirror(rd: RunDir, archives: Mapping[str, Path], copy: CopyDir, task: str | None) -> Tally:
-    """Copy what differs, then verify every file of the sources against its copy."""
+    """Copy what differs, verify every file of the sources against its copy, and record the digests."""
     t = Tally()
     for src_root, dst_root, label in sources(rd, archives, copy, task):
         if not src_root.is_dir():
@@ -79,19 +95,19 @@ def mirror(rd: RunDir, archives: Mapping[str, Path], copy: CopyDir, task: str | 
             if not regular:
                 t.skipped.append(str(src))
                 continue
-            dst = dst_root / rel
-            want = sha256(src)
-            if not (dst.is_file() and sha256(dst) == want):
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                part = dst.with_name(f".{dst.name}.part")
-                shutil.copyfile(src, part, follow_symlinks=False)
-                os.replace(part, dst)
-            got = sha256(dst)  # verified after the copy: the original's and the copy's digests agree
-            if got != want:
-                t.problems.append(f"{dst} differs from {src} after copying")
-            t.files += 1
-            t.bytes += src.stat().st_size
-            t.sums[str(label / rel)] = got
+            copy_verified(t, src, dst_root / rel, str(label / rel))
+    record_sums(copy, t.sums)
+    return t
+
+
+def refresh(rd: RunDir, copy: CopyDir, files: list[Path]) -> Tally:
+    """Bring a verified copy up to date with files of the run directory written after it (the gate's records),
+    without reading the rest of the run again."""
+    t = Tally()
+    for src in files:
+        rel = src.relative_to(rd.path)
+        copy_verified(t, src, copy.path / rel, str(rel))
+    record_sums(copy, t.sums)
     return t
 
 
@@ -127,7 +143,6 @@ def preserve(a: PreserveInputs) -> PreserveResult:
     what = a.task_id or "the run"
     progress(f"preserve: copying {'the task' if a.task_id else what} and {len(archives)} archives to {copy.path.name}")
     t = mirror(rd, archives, copy, a.task_id)
-    record_sums(copy, t.sums)
     if t.problems:
         raise StepFailed(f"copy of {what} not verified: {'; '.join(t.problems[:5])}", problems=t.problems)
     progress(f"preserve: {t.files} files ({t.bytes / 2**20:.1f} MiB) copied and verified"
@@ -142,7 +157,6 @@ def save(profile_dir: Path, traj_root: str) -> int:
     for rd in pd.runs():
         copy = CopyDir.of(traj_root, pd.path.name, rd.path.name)
         t = mirror(rd, pd.run_archives(rd.path.name), copy, None)
-        record_sums(copy, t.sums)
         failed += bool(t.problems)
         print(f"{rd.path.name}: {t.files} files to {copy.path}: " + ("; ".join(t.problems) or "verified"))
     return 1 if failed else 0
