@@ -34,6 +34,7 @@ RUN_FAILED = "RUN_FAILED"
 EXPORT_FAILED = "EXPORT_FAILED"
 MARKERS = (RUN_FAILED, EXPORT_FAILED)
 PRESERVE_RUN = "preserve-run"  # the step that copies a whole run last
+LOCK_SUFFIX = ".lock"  # beside a receipt while its step runs
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,10 @@ class RunDir:
     def receipt(self, step: str, task_id: str | None = None) -> Path:
         return self.receipts(task_id) / f"{step}.json"
 
+    def lock(self, step: str, task: str | None = None) -> Path:
+        """Held while the step's program runs (scripts/step.py), so `status` can tell a running step."""
+        return self.receipt(step, task).with_suffix(LOCK_SUFFIX)
+
     def receipt_steps(self, task_id: str | None = None) -> list[str]:
         """The steps that left a receipt for the task (or the run)."""
         return sorted(p.stem for p in self.receipts(task_id).glob("*.json"))
@@ -200,7 +205,7 @@ class RunDir:
     def uncopied(self, path: Path) -> bool:
         """What the copy of a run leaves out: step locks, and the receipt of the step that makes the copy (it is
         written after the copy)."""
-        return path.suffix == ".lock" or path == self.receipt(PRESERVE_RUN)
+        return path.suffix == LOCK_SUFFIX or path == self.receipt(PRESERVE_RUN)
 
     def task_ids(self) -> list[str]:
         """Task directories present (a task appears once a step wrote into it)."""

@@ -76,7 +76,7 @@ class StatusView(BaseModel):
 
 def running(rd: RunDir, step: str, task: str) -> bool:
     """A step is running when its program holds the lock beside its receipt (scripts/step.py)."""
-    lock = rd.receipt(step, task).with_suffix(".lock")
+    lock = rd.lock(step, task)
     if not lock.exists():
         return False
     with open(lock) as fh:

@@ -121,7 +121,7 @@ def run_step(step: str, rd: RunDir, task_id: str | None, inputs: BaseModel, body
     `extra_digest`: state beyond the inputs that must re-run the step when it changes (a file another step wrote)."""
     path = rd.receipt(step, task_id)
     key = digest({"inputs": inputs.model_dump(mode="json"), **(extra_digest or {})})
-    with exclusive(path.with_suffix(".lock"), step):
+    with exclusive(rd.lock(step, task_id), step):
         return _run_locked(step, rd, task_id, path, key, body, failure_marker, keep_marker)
 
 

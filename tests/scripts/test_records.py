@@ -187,7 +187,7 @@ def test_a_leftover_run_of_a_step_finishes_first_and_the_new_run_replays(tmp_pat
             "sys.exit(run_step('slow', RunDir(Path(%r)), 't', TaskInputs(run_dir=%r, task_id='t'), "
             "lambda: (time.sleep(3), Value(value=7))[1]))") % (str(ROOT), str(tmp_path), str(tmp_path))
     leftover = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
-    lock = RunDir(tmp_path).receipt("slow", "t").with_suffix(".lock")
+    lock = RunDir(tmp_path).lock("slow", "t")
     for _ in range(100):
         if lock.exists() and "pid" in lock.read_text():
             break
