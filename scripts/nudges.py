@@ -28,24 +28,13 @@ from scripts.step import StepFailed, progress, step_main
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ")
 
 
-def last_service_activity(service: str) -> float | None:
-    """When the service's task last wrote to its log (the swarm's own timestamps); its start is the wake's record."""
-    logs = subprocess.run(["docker", "service", "logs", "--raw", "--timestamps", "--tail", "1", service],
-                          capture_output=True, text=True)
+def last_logged(worker: str, service: bool = False) -> float | None:
+    """When a worker's container (or, on a swarm, its service's task) last wrote to its log: Docker's own timestamp
+    leads each line, never a time the worker wrote. Its start is the caller's to add (the wake, or Docker's)."""
+    cmd = ["docker", "service", "logs", "--raw"] if service else ["docker", "logs"]
+    logs = subprocess.run([*cmd, "--timestamps", "--tail", "1", worker], capture_output=True, text=True)
     lines = f"{logs.stdout}\n{logs.stderr}".splitlines() if logs.returncode == 0 else []
-    # the swarm's timestamp leads the line (before the task's name), never a time the worker wrote
-    stamps = [line.split(" ", 1)[0] for line in lines if STAMP.match(line)]
-    return max((epoch(s) for s in stamps), default=None)
-
-
-def last_activity(container: str) -> float | None:
-    """When the container last wrote to its log, or started (Docker's own timestamps)."""
-    logs = subprocess.run(["docker", "logs", "--timestamps", "--tail", "1", container], capture_output=True, text=True)
-    line = (logs.stdout.strip() or logs.stderr.strip()).splitlines()[-1:] if logs.returncode == 0 else []
-    started = subprocess.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", container], capture_output=True,
-                             text=True).stdout.strip()
-    stamps = [s for s in (line[0].split(" ", 1)[0] if line else "", started) if s and not s.startswith("0001")]
-    return max((epoch(s) for s in stamps), default=None)
+    return max((epoch(line.split(" ", 1)[0]) for line in lines if STAMP.match(line)), default=None)
 
 
 def epoch(docker_time: str) -> float:
@@ -66,7 +55,7 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     while time.time() < kickoff.deadline_epoch:
         now = time.time()
         for k, (worker, agent) in enumerate(a.workers.items(), 1):
-            logged = last_service_activity(worker) if a.services else last_activity(worker)
+            logged = last_logged(worker, service=a.services)
             active = max(filter(None, (logged, woken.get(worker))), default=None)
             if active is None or now - active < a.idle_nudge_s or nudged.get(worker) == active:
                 continue

@@ -33,7 +33,7 @@ from components.records import KickoffResult, Score, WakeResult, read_receipt, r
 from components.rundir import ProfileDir, RunDir
 from components.topology import members
 from scripts.new_stack import load_profile
-from scripts.nudges import last_activity
+from scripts.nudges import epoch, last_logged
 from scripts.step import iso
 
 class Worker(BaseModel):
@@ -138,9 +138,12 @@ def containers(profile: str) -> dict[str, dict[str, Any]] | None:
     stats = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{json .}}", *names], capture_output=True,
                            text=True).stdout.splitlines()
     used = {s["Name"]: s["MemUsage"].split("/")[0].strip() for s in map(json.loads, stats) if s.get("Name")}
+    started = {c["Name"]: c["State"].get("StartedAt") or "0001" for c in inspected}  # 0001-...: never started
     return {c["Name"].lstrip("/"): {"state": c["State"]["Status"], "health": (c["State"].get("Health") or {}).get("Status"),
                                     "ceiling_mb": (c["HostConfig"].get("Memory") or 0) / 2**20 or None,
-                                    "memory_mb": mib(used.get(c["Name"].lstrip("/")))} for c in inspected}
+                                    "memory_mb": mib(used.get(c["Name"].lstrip("/"))),
+                                    "started": None if started[c["Name"]].startswith("0001") else epoch(started[c["Name"]])}
+            for c in inspected}
 
 
 def services(p: Profile) -> dict[str, dict[str, Any]] | None:
@@ -203,7 +206,8 @@ def snapshot(stack: str, p: Profile) -> StatusView:
         workers = []
         for c in members(p, task, "worker"):
             d = (docker or {}).get(c.name)
-            active = last_activity(c.name) if d and d["state"] == "running" and not swarm else None
+            active = max(filter(None, (last_logged(c.name), d["started"])), default=None) \
+                if d and d["state"] == "running" and not swarm else None
             workers.append(Worker(name=c.name, state=d["state"] if d else ("absent" if docker is not None else "unknown"),
                                   health=d and d["health"], memory_mb=d and d["memory_mb"],
                                   ceiling_mb=d and d["ceiling_mb"], last_activity=iso(active) if active else None))
