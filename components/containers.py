@@ -7,6 +7,7 @@ from typing import Callable
 
 import pulumi
 import pulumi_docker as docker
+from pulumi_docker import _utilities as docker_sdk
 
 from .networks import Networks, docker_labels
 from .profile import Profile
@@ -21,6 +22,21 @@ WAIT_TIMEOUT_S = 180
 # How an engine declares one container of the topology (Platform and Team call it): a container here, a swarm
 # service in components/swarm.py.
 Declare = Callable[[str, Placement, ServiceSpec, pulumi.ResourceOptions], pulumi.Resource]
+
+
+class Container(pulumi.CustomResource):
+    """A docker.Container registered with only the inputs it is given.
+
+    The SDK's docker.Container registers all of its ~90 properties, the unset ones too, and the Python SDK makes an
+    Output and its futures for each of them: about half of the program's CPU in a 128 x 5 preview (README,
+    "Performance"). To the engine, the provider, the state and the policy pack this is the same resource: the same
+    type token, provider version and inputs (tests/components/test_containers.py compares them); only the program
+    holds fewer Outputs (one per given input, and the id).
+    """
+
+    def __init__(self, resource_name: str, args: docker.ContainerArgs, opts: pulumi.ResourceOptions):
+        super().__init__("docker:index/container:Container", resource_name, args,
+                         pulumi.ResourceOptions.merge(docker_sdk.get_resource_opts_defaults(), opts))
 
 
 def declarer(p: Profile, nets: Networks, secrets: dict[str, pulumi.Output[str]]) -> Declare:
@@ -43,16 +59,14 @@ def env_list(s: ServiceSpec, secrets: dict[str, pulumi.Output[str]]) -> list[pul
 
 
 def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks,
-              secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> docker.Container:
+              secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> Container:
     addresses = {"internal": c.internal_ip, "egress": c.egress_ip, "data": c.data_ip, "operator": c.operator_ip}
     attach = [docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip,
                                                    aliases=[c.role] if kind in ("internal", "data") else None)
               for kind, ip in addresses.items() if ip]
-    health = None
-    if s.healthcheck:
-        health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH)
-    return docker.Container(
-        resource_name,
+    health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH) if s.healthcheck else None
+    waits = bool(s.healthcheck) and not s.one_shot
+    return Container(resource_name, docker.ContainerArgs(
         name=c.name,
         image=s.image,
         hostname=c.name if ROLES[c.role].per_task else c.role,
@@ -62,7 +76,7 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
                                             read_only=m.read_only) for m in s.mounts],
         ports=[docker.ContainerPortArgs(internal=ROLES[c.role].port, external=p.ports[c.role], ip="127.0.0.1")]
-        if c.operator_ip else [],
+        if c.operator_ip else None,
         command=list(s.command) if s.command else None,
         entrypoints=list(s.entrypoint) if s.entrypoint else None,
         network_mode="none" if not attach else None,
@@ -71,13 +85,13 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         security_opts=["no-new-privileges"] if s.sandboxed else None,
         memory=s.memory_mb,
         healthcheck=health,
-        wait=bool(s.healthcheck) and not s.one_shot,
-        wait_timeout=WAIT_TIMEOUT_S,
-        must_run=not (s.one_shot or s.stopped_on_purpose),
-        start=not s.woken,
-        attach=s.one_shot,
-        logs=s.one_shot,
-        restart="no",
+        # Only what differs from the provider's defaults (start, must_run; no wait, attach, logs or restart): every
+        # input given costs the provider's Check and Create again per container (README, "Performance").
+        wait=True if waits else None,
+        wait_timeout=WAIT_TIMEOUT_S if waits else None,
+        must_run=False if s.one_shot or s.stopped_on_purpose else None,
+        start=False if s.woken else None,
+        attach=True if s.one_shot else None,
+        logs=True if s.one_shot else None,
         cgroup_parent=SLICE if p.host_units != "off" else None,
-        opts=opts,
-    )
+    ), opts)

@@ -28,7 +28,7 @@ import pulumi_docker as docker
 
 from . import contract, placement
 from . import step_inputs as si
-from .containers import HEALTH, env_list, secret_value
+from .containers import HEALTH, Container, env_list, secret_value
 from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels
@@ -264,14 +264,14 @@ class Swarm(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
                 ignore_changes=["mode"] if s.stopped_on_purpose else None)))
 
-    def _one_shot(self, resource_name: str, c: Placement, s: ServiceSpec, opts: pulumi.ResourceOptions) -> docker.Container:
+    def _one_shot(self, resource_name: str, c: Placement, s: ServiceSpec, opts: pulumi.ResourceOptions) -> Container:
         """A container that runs to completion on the manager, attached to the internal overlay network."""
-        return docker.Container(
-            resource_name, name=c.name, image=s.image, hostname=c.role, envs=env_list(s, self.secrets), user=s.user,
+        return Container(resource_name, docker.ContainerArgs(
+            name=c.name, image=s.image, hostname=c.role, envs=env_list(s, self.secrets), user=s.user,
             labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),
             networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=self.networks["internal"].name, aliases=[c.role])],
             volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
                                                 read_only=m.read_only) for m in s.mounts],
-            command=list(s.command) if s.command else None, must_run=False, attach=True, logs=True, restart="no",
-            opts=opts)
+            command=list(s.command) if s.command else None, must_run=False, attach=True, logs=True),
+            opts)
 
