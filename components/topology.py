@@ -39,8 +39,21 @@ def network_names(p: Profile) -> dict[str, str]:
     return {k: contract.resource_name(p.profile, k) for k in networks(p)}
 
 
+_placed: tuple[Profile, tuple[Placement, ...]] | None = None  # the last profile asked about, and its placements
+
+
 def placements(p: Profile) -> list[Placement]:
-    """Every container of the profile, platform first, then routers and workers task by task."""
+    """Every container of the profile, platform first, then routers and workers task by task.
+
+    Derived once per profile object: a program asks for them ~40 times (members of each task and role), and at
+    128 x 5 deriving them took a second of the preview's serial start (README, "Performance")."""
+    global _placed
+    if _placed is None or _placed[0] is not p:
+        _placed = (p, tuple(_derive(p)))
+    return list(_placed[1])
+
+
+def _derive(p: Profile) -> list[Placement]:
     nets = networks(p)
     internal, egress, operator, data = nets["internal"], nets["egress"], nets.get("operator"), nets.get("data")
     out: list[Placement] = []
