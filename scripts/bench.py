@@ -16,15 +16,19 @@ also on failure. Sizes whose containers would not fit in this machine's memory a
     .venv/bin/python -m scripts.bench                       # 2, 8, 32, 128 workers x 1 and 5 tasks
     .venv/bin/python -m scripts.bench --workers 8 32 --tasks 1
     .venv/bin/python -m scripts.bench --swarm --workers 2 8 32   # as root: the lab needs network namespaces
+    .venv/bin/python -m scripts.bench --pipeline --workers 121 128 --tasks 1 5
 (after `make setup` and one `make demo`, which builds the stand-in images). `--swarm` times `pulumi` alone (preview,
 up, destroy) for one task on one host and on a two-node swarm (scripts/swarm_lab.py, made and removed by the
-benchmark), each under its own names and subnets.
+benchmark), each under its own names and subnets. `--pipeline` previews the whole run of the demo profile (every
+step too, `run_steps: true`) at each size, as `make preview` does, and prints its resources, seconds, milliseconds
+per resource and the peak memory of `pulumi` (nothing is created: it needs neither `make demo` nor free memory).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +64,9 @@ PRIVATE = dict(zip(("standin", "mattermost"), demo_images.standin_images(STANDIN
 COMPOSE_TIMEOUT_S = 900
 MEMORY_SHARE = 0.5  # run `up` only when the containers' measured memory fits in this share of the available memory
 UNMEASURED_MAX = 400  # containers to start before the memory per container has been measured
+# `make preview`'s environment (no per-step checkpoint, fewer Go garbage collections)
+PREVIEW_ENV = dict(line.split("=", 1) for line in (Path(__file__).parent / "preview.env").read_text().splitlines()
+                   if line and not line.startswith("#"))
 
 
 def bench_tasks(n: int) -> list[str]:
@@ -117,8 +124,8 @@ class PeakRss:
         return self.peak_kb // 1024
 
 
-def timed_pulumi(cmd: list[str], **kw: Any) -> tuple[float, int]:
-    """Seconds and peak MB of `pulumi` for one command."""
+def timed_pulumi(cmd: list[str], **kw: Any) -> tuple[float, int, str]:
+    """Seconds, peak MB of `pulumi` and the output of one command."""
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
     peak = PeakRss(proc.pid, "pulumi")
@@ -126,7 +133,15 @@ def timed_pulumi(cmd: list[str], **kw: Any) -> tuple[float, int]:
     mb = peak.stop()
     if proc.returncode:
         raise RuntimeError(f"{' '.join(cmd[:5])} failed:\n{output[-3000:]}")
-    return time.monotonic() - t0, mb
+    return time.monotonic() - t0, mb, output
+
+
+def preview(pulumi: list[str], proj: Path, env: dict[str, str]) -> dict[str, Any]:
+    """`pulumi preview` as `make preview` runs it: seconds, peak MB of `pulumi`, resources and ms per resource."""
+    seconds, mb, output = timed_pulumi([*pulumi, "preview"], cwd=proj, env={**env, **PREVIEW_ENV})
+    resources = sum(int(m) for m in re.findall(r"^\s*\+ (\d+) to create$", output, re.MULTILINE))
+    return {"preview": seconds, "preview_mb": mb, "resources": resources,
+            "ms_per_resource": 1000 * seconds / resources if resources else None}
 
 
 def run_dag(nodes: dict[str, tuple[list[str], Callable[[], None]]], parallel: int = PARALLEL) -> None:
@@ -191,10 +206,12 @@ def private_images() -> None:
         raise SystemExit("bench: the demo's images could not be made")
 
 
-def bench_profile(name: str, workers: int, ntasks: int, octet: int, data: Path) -> dict[str, Any]:
-    """The stack's `config:`: the demo profile, bare topology, private image tags, these tasks and sizes."""
+def bench_profile(name: str, workers: int, ntasks: int, octet: int, data: Path, run_steps: bool = False
+                  ) -> dict[str, Any]:
+    """The stack's `config:`: the demo profile, bare topology (or the whole run), private image tags, these tasks and
+    sizes."""
     return profile_config(
-        "demo.profile.yaml", profile=name, workers=workers, tasks=bench_tasks(ntasks), run_steps=False,
+        "demo.profile.yaml", profile=name, workers=workers, tasks=bench_tasks(ntasks), run_steps=run_steps,
         mattermost_image=PRIVATE["mattermost"],
         subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080", data_root=str(data), uncached=True,
         keep_pulled_images=True, host_units="off", cleanroom_org=BENCH_ORG,
@@ -435,9 +452,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
         try:
             run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
                  "--env-file", "none"], cwd=proj, env=env)
-            # as `make preview` runs it: a preview persists nothing, so no checkpoint after every step
-            result["preview"], result["preview_mb"] = timed_pulumi(
-                [*pulumi, "preview"], cwd=proj, env={**env, "PULUMI_SKIP_CHECKPOINTS": "true"})
+            result |= preview(pulumi, proj, env)
             if not fits:
                 result["skipped"] = (f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
                                      f"{MEMORY_SHARE:.0%} of {available_mb()} MB available" if per_container_mb else
@@ -446,12 +461,13 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
 
             failures = []
             try:  # first, while the subnet picked for it is still free
-                result["up"], result["up_mb"] = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
-                result["reup"], _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
+                result["up"], result["up_mb"], _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj,
+                                                                env=env)
+                result["reup"], _, _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
             except RuntimeError as e:  # a side that fails is reported; the others still run
                 failures.append(f"pulumi: {str(e).splitlines()[0]}")
             finally:
-                result["destroy"], _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
+                result["destroy"], _, _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
 
             def side_layout(side: str) -> Layout:  # own names and subnets (picked now), the same checkout
                 return layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(),
@@ -488,6 +504,32 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
     return result
 
 
+def pipeline(workers: int, ntasks: int) -> dict[str, Any]:
+    """The preview of the whole run (every step too) of a demo-shaped stack of this size; nothing is created."""
+    with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
+        tmpdir = Path(tmp)
+        stack = f"benchrun-w{workers}x{ntasks}"
+        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "data", run_steps=True)
+        proj = project_copy(tmpdir, stack, config)
+        env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
+        pulumi = ["pulumi", "--non-interactive", "-s", stack]
+        try:
+            run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
+                 "--env-file", "none"], cwd=proj, env=env)
+            return {"workers": workers, "tasks": ntasks, **preview(pulumi, proj, env)}
+        finally:
+            subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
+
+
+def pipeline_main(sizes: list[tuple[int, int]]) -> int:
+    print("workers tasks resources preview_s ms_per_resource pulumi_mb", flush=True)
+    for workers, ntasks in sizes:
+        r = pipeline(workers, ntasks)
+        print(f"{workers:7d} {ntasks:5d} {r['resources']:9d} {r['preview']:9.1f} {r['ms_per_resource']:15.1f} "
+              f"{r['preview_mb']:9d}", flush=True)
+    return 0
+
+
 def swarm_settings(lab: swarm_lab.Lab, data: Path) -> dict[str, Any]:
     """engine: swarm on the lab, each node declared large enough for all pairs (the plan's numbers, not the
     machine's: the lab's nodes share this machine's CPUs and memory); node B keeps its data apart."""
@@ -515,11 +557,11 @@ def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
             tag_cleanrooms(lay, lab)
             run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
                  "--env-file", "none"], cwd=proj, env=env)
-            result["preview"], _ = timed_pulumi([*pulumi, "preview"], cwd=proj, env={**env, "PULUMI_SKIP_CHECKPOINTS": "true"})
+            result["preview"] = preview(pulumi, proj, env)["preview"]
             try:
-                result["up"], _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
+                result["up"], _, _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
             finally:
-                result["destroy"], _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
+                result["destroy"], _, _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
         finally:
             subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
             if not lab:
@@ -564,7 +606,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tasks", type=int, nargs="+", default=[1, 5])
     ap.add_argument("--preview-only", action="store_true")
     ap.add_argument("--swarm", action="store_true", help="one task's team on one host beside a two-node swarm lab")
+    ap.add_argument("--pipeline", action="store_true", help="preview only, of the whole run (every step too)")
     args = ap.parse_args(argv)
+    if args.pipeline:
+        return pipeline_main([(w, t) for t in args.tasks for w in args.workers])
     run(["docker", "image", "inspect", DEMO_CLEANROOM])  # made by `make demo`
     if args.swarm:
         return swarm_main(args.workers)
