@@ -20,6 +20,9 @@ class Record(BaseModel):
 
 
 # --- step results --------------------------------------------------------------------------------------------
+LATE_S = 1.0  # an event this much after its due time counts as late (the wake's progress, the report's timeline)
+
+
 class Event(Record):
     """Something that happened at a time (a worker woken, a nudge posted): a result may list them for the timeline
     of `status` and the report. `end` makes it a span; `late_s` says how late against its plan."""
@@ -125,6 +128,14 @@ class Wake(Record):
     at_epoch: float
     late_s: float
     already_awake: bool = False  # found running (a resumed ramp)
+
+
+class Ramp(Record):
+    """The wake step's checkpoint (`ramp.json`): when the task's ramp started and when each worker was woken, so a
+    resumed `up` keeps the ramp's clock and `status` can count the workers woken so far."""
+
+    ramp_start: float  # epoch seconds
+    woken: dict[str, float] = Field(default_factory=dict)  # worker -> epoch seconds
 
 
 class WakeResult(Record):
@@ -271,10 +282,14 @@ def read_receipt(rd: RunDir, step: str, task_id: str | None = None) -> Receipt[A
 
 def result_of(rd: RunDir, step: str, task_id: str | None, model: type[R]) -> R | None:
     """The result of a step that completed, or None (not run, or failed)."""
-    receipt = read_receipt(rd, step, task_id)
+    return ok_result(read_receipt(rd, step, task_id), model)
+
+
+def ok_result(receipt: Receipt[Any] | None, model: type[R]) -> R | None:
+    """A receipt's result when its step completed, or None (not run, or failed)."""
     if receipt is None or receipt.status != "ok" or receipt.result is None:
         return None
-    assert isinstance(receipt.result, model), (step, type(receipt.result))
+    assert isinstance(receipt.result, model), (receipt.step, type(receipt.result))
     return receipt.result
 
 

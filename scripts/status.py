@@ -29,7 +29,8 @@ from rich.text import Text
 
 from components import contract
 from components.profile import Profile, ProfileError
-from components.records import KickoffResult, Score, WakeResult, read_receipt, result_of
+from components.records import (KickoffResult, Ramp, Score, WakeResult, ok_result, read_receipt, read_record,
+                                result_of)
 from components.rundir import ProfileDir, RunDir
 from components.topology import members
 from scripts.new_stack import load_profile
@@ -89,18 +90,20 @@ def running(rd: RunDir, step: str, task: str) -> bool:
 
 def phase(p: Profile, rd: RunDir, task: str, now: float) -> tuple[str, str, float | None]:
     """(phase, detail, deadline epoch) of a task, from its receipts and the steps running."""
-    def ok(step: str) -> bool:
-        r = read_receipt(rd, step, task)
-        return r is not None and r.status == "ok"
+    receipts = {s: r for s in rd.receipt_steps(task) if (r := read_receipt(rd, s, task)) is not None}
 
-    failed = [s for s in ("seed", "wake", "kickoff", "export", "shutdown", "evaluate", "score")
-              if (r := read_receipt(rd, s, task)) is not None and r.status == "failed" and not running(rd, s, task)]
-    kickoff = result_of(rd, "kickoff", task, KickoffResult)
+    def ok(step: str) -> bool:
+        return step in receipts and receipts[step].status == "ok"
+
+    # any step of the task (a nudge or a reminder too), the first to fail first; a failed step running again is not
+    failed = sorted((r for s, r in receipts.items() if r.status == "failed" and not running(rd, s, task)),
+                    key=lambda r: r.finished)
+    kickoff = ok_result(receipts.get("kickoff"), KickoffResult)
     deadline = kickoff.deadline_epoch if kickoff else None
     if failed:
-        return "failed", f"{failed[0]} failed: {read_receipt(rd, failed[0], task).error}", deadline  # type: ignore[union-attr]
+        return "failed", f"{failed[0].step} failed: {failed[0].error}", deadline
     if ok("score"):
-        s = result_of(rd, "score", task, Score)
+        s = ok_result(receipts["score"], Score)
         return ("scored" if s and s.complete else "incomplete"), ", ".join(s.problems) if s else "", deadline
     if ok("shutdown"):
         return "evaluating", "programbench eval", deadline
@@ -111,13 +114,12 @@ def phase(p: Profile, rd: RunDir, task: str, now: float) -> tuple[str, str, floa
         if left > 0:
             return "working", f"{left / 60:.0f} min to the deadline ({kickoff.deadline})", deadline
         return "exporting", "the deadline has passed", deadline
-    woke = result_of(rd, "wake", task, WakeResult)
+    woke = ok_result(receipts.get("wake"), WakeResult)
     if woke:
         at = woke.ramp_start_epoch + p.task_budget.kickoff_s
         return "waiting for kickoff", f"kickoff at {iso(at)} (in {max(0, at - now):.0f} s)", None
-    if rd.ramp(task).exists():
-        woken = len(json.loads(rd.ramp(task).read_text()).get("woken", {}))
-        return "ramp", f"{woken} of {p.workers} woken", None
+    if ramp := read_record(rd.ramp(task), Ramp):
+        return "ramp", f"{len(ramp.woken)} of {p.workers} woken", None
     if ok("seed"):
         return "ramp", f"0 of {p.workers} woken", None
     if running(rd, "seed", task):

@@ -19,11 +19,9 @@ from matplotlib import dates as mdates
 from matplotlib.figure import Figure
 from matplotlib.markers import MarkerStyle
 
-from components.records import (BaselineSeedResult, EvaluateResult, Event, ExportResult, KickoffResult, Receipt,
-                                Record, RemindersResult, ShutdownResult)
+from components.records import (LATE_S, BaselineSeedResult, EvaluateResult, Event, ExportResult, KickoffResult,
+                                Receipt, Record, RemindersResult, ShutdownResult)
 from scripts.step import epoch
-
-LATE_S = 1.0  # an event this much after its due time shows as late
 
 
 @dataclass(frozen=True)

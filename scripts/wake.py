@@ -11,7 +11,6 @@ counts its wait from the same ramp start.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,12 +18,10 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from components.records import Event, Wake, WakeResult
+from components.records import LATE_S, Event, Ramp, Wake, WakeResult, read_record
 from components.rundir import RUN_FAILED, RunDir
 from components.step_inputs import WakeInputs
 from scripts.step import StepFailed, load_inputs, progress, run_step, write_atomic
-
-LATE_S = 1.0  # a wake later than this after its due time is reported late
 
 
 def running(name: str, service: bool) -> bool:
@@ -47,14 +44,14 @@ def start_worker(name: str, service: bool) -> subprocess.CompletedProcess[str]:
 def wake(a: WakeInputs) -> WakeResult:
     rd = RunDir(Path(a.run_dir))
     checkpoint = rd.ramp(a.task_id)
-    state = json.loads(checkpoint.read_text()) if checkpoint.exists() else {"ramp_start": time.time(), "woken": {}}
+    state = read_record(checkpoint, Ramp) or Ramp(ramp_start=time.time())
     write_atomic(checkpoint, state)
-    start, n = state["ramp_start"], len(a.workers)
+    start, n = state.ramp_start, len(a.workers)
     wakes = []
     for k, (name, offset) in enumerate(a.workers.items(), 1):
         due = start + offset
-        if name in state["woken"] or running(name, a.services):
-            at = state["woken"].get(name, time.time())
+        if name in state.woken or running(name, a.services):
+            at = state.woken.get(name, time.time())
             wakes.append(Wake(worker=name, due_epoch=due, at_epoch=at, late_s=round(max(0.0, at - due), 1),
                               already_awake=True))
             continue
@@ -64,7 +61,7 @@ def wake(a: WakeInputs) -> WakeResult:
         if out.returncode:
             raise StepFailed(f"could not start {name}: {out.stderr.strip()}", woken=len(wakes))
         at = time.time()
-        state["woken"][name] = at
+        state.woken[name] = at
         write_atomic(checkpoint, state)
         late = max(0.0, at - due)
         progress(f"wake: worker {k} of {n} awake" + (f", late {late:.0f} s" if late > LATE_S else ""))

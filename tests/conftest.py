@@ -17,6 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scripts.calculator import BASE_IMAGE  # noqa: E402 (the project on sys.path first)
+
 
 def require(ok: bool, what: str) -> None:
     if ok:
@@ -31,6 +33,15 @@ def docker_engine() -> None:
     ok = shutil.which("docker") is not None and subprocess.run(
         ["docker", "info"], capture_output=True).returncode == 0
     require(ok, "a running Docker engine")
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_engine: None) -> str:
+    """The offline base image every test container starts from (scripts/base_image.sh: cached per version), made
+    once per session."""
+    made = subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
+    return BASE_IMAGE
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 
 
-def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
+def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str, base_image: str):
     profile, octet = f"baseit-{uuid.uuid4().hex[:4]}", free_octet()
     standin = demo_images.standin_images(profile)  # private tags, as in test_demo: no other run's images touched
     proj = project_copy(tmp_path, profile, profile_config(
@@ -34,7 +34,6 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str):
 
     pulumi = ["pulumi", "--non-interactive", "-s", profile]
     try:
-        assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
         run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", profile)
         shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")
         run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none")

@@ -114,7 +114,7 @@ def worker_logs(profile: str) -> str:
 
 
 @pytest.fixture
-def demo(tmp_path: Path, pulumi_engine: str):
+def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
     """A copy of the project whose stack `demoit` is the demo profile under its own name, octet and data root, and
     with private image tags (stand-ins and uncached builds), so runs beside each other never rebuild or remove the
     images of another (the real Gitea and MariaDB images are keyed by their content and kept)."""
@@ -131,7 +131,6 @@ def demo(tmp_path: Path, pulumi_engine: str):
         assert not check or out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         return out
 
-    assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
     run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", profile)
     shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")  # as scripts/demo.sh does
     run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",

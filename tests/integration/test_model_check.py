@@ -32,12 +32,11 @@ NEVER = ("mysql", "gitea", "mattermost", "board", "secret-service", "bootstrap",
 
 
 @pytest.fixture
-def stack(tmp_path: Path, pulumi_engine: str):
+def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
     run = uuid.uuid4().hex[:6]
     profile, octet = f"modelit-{run}", free_octet()
     standin = f"omcgitea-standin:modelit-{run}"
     org = f"agensh-modelit-{run}"
-    assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
     env = isolated_env(tmp_path, "model-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run_(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

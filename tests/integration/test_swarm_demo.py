@@ -55,7 +55,7 @@ def profile_objects(lab: swarm_lab.Lab, profile: str) -> dict[str, list[str]]:
 
 
 @pytest.fixture
-def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab):
+def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, base_image: str):
     """`make(**settings)`: a copy of the project whose stack is the demo profile with engine: swarm on the lab (its
     own name, octet and data roots; n2 keeps its data apart; the stand-in images under a private tag, so no other run's
     images are rebuilt), destroyed after the test."""
@@ -83,7 +83,6 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab):
             return out
 
         if not made:
-            assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
             run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", tag)
             swarm_lab.load(lab, swarm_lab.demo_images(tag))  # what the manager would pull
         # the demo's relaxation (its cleanroom is built here, not pinned), which new_stack adds the profile's numbers to

@@ -16,9 +16,7 @@ TASK = calculator.TASK
 
 
 @pytest.fixture(scope="module")
-def cleanroom(docker_engine: None, tmp_path_factory: pytest.TempPathFactory):
-    base = subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True, text=True)
-    assert base.returncode == 0, base.stdout + base.stderr
+def cleanroom(base_image: str, tmp_path_factory: pytest.TempPathFactory):
     org = f"agensh-test-{uuid.uuid4().hex[:6]}"
     image = calculator.build_cleanroom(org, {"agensh.test": org})
     blobs = calculator.blob_dir(tmp_path_factory.mktemp("blobs"))

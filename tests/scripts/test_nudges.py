@@ -22,8 +22,7 @@ from tests.scripts.test_reminders import Mattermost
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_an_idle_worker_is_nudged_once_an_active_one_never(tmp_path: Path, docker_engine: None):
-    assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
+def test_an_idle_worker_is_nudged_once_an_active_one_never(tmp_path: Path, base_image: str):
     tag = uuid.uuid4().hex[:6]
     active, idle = f"agensh-test-nudge-{tag}-active", f"agensh-test-nudge-{tag}-idle"
     server = ThreadingHTTPServer(("127.0.0.1", 0), Mattermost)

@@ -21,8 +21,7 @@ def docker(*args: str, check: bool = True, **kw) -> str:
 
 
 @pytest.fixture(scope="module")
-def images(docker_engine: None):
-    assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
+def images(base_image: str):
     run = uuid.uuid4().hex[:6]
     good, bad = f"agensh-test-worker:{run}-good", f"agensh-test-worker:{run}-bad"
     common = (f"FROM {BASE_IMAGE}\nLABEL agensh.test={run}\n"

@@ -54,3 +54,17 @@ def test_phases_follow_the_receipts(tmp_path: Path):
     view = status.snapshot("st", p)
     assert (view.tasks[0].phase, view.tasks[0].score) == ("scored", 1.0)
     assert json.loads(view.model_dump_json())["tasks"][0]["phase"] == "scored"
+
+
+def test_any_failed_step_shows(tmp_path: Path):
+    """Not only the main line's steps: a failed idle-nudge step (beside the export) shows with its error."""
+    p = parse_profile({"profile": "st", "run_id": "20261129t000000z", "tasks": [TASK], "workers": 2,
+                       "llm_upstream": "http://m.example", "agensh_checkout": "/x", "data_root": str(tmp_path),
+                       "traj_root": str(tmp_path / "traj")})
+    rd = RunDir.of(p)
+    receipt(rd, "seed", SeedResult(repo="team/x", commit="c", seeded="now"))
+    write_atomic(rd.receipt("nudges", TASK), Receipt[Record](step="nudges", task_id=TASK, inputs_digest="x",
+                                                             started=now(), finished=now(), status="failed",
+                                                             error="Mattermost refused the post"))
+    view = status.snapshot("st", p).tasks[0]
+    assert (view.phase, view.detail) == ("failed", "nudges failed: Mattermost refused the post")

@@ -21,9 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def stopped_workers(docker_engine: None):
+def stopped_workers(base_image: str):
     """Three containers created, not started (as the team's workers are)."""
-    assert subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True).returncode == 0
     tag = uuid.uuid4().hex[:6]
     names = [f"agensh-test-wake-{tag}-{n}" for n in (1, 2, 3)]
     for name in names:
