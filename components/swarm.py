@@ -31,12 +31,12 @@ from . import step_inputs as si
 from .containers import HEALTH, Container, env_list, secret_value
 from .host_units import HostUnits
 from .images import Images
-from .networks import docker_labels
+from .networks import docker_labels, docker_networks
 from .profile import Profile
 from .roles import ROLES, SCRIPTS, Mount, ServiceSpec, spec
 from .rundir import ProfileDir
 from .steps import Step
-from .topology import Placement, members, network_names, networks, placements
+from .topology import Placement, members, network_names, placements
 
 CONVERGE = {"delay": "2s", "timeout": "5m"}
 MODEL_SECRET_KEY = "llm_upstream_token"
@@ -73,14 +73,7 @@ class Swarm(pulumi.ComponentResource):
             f"{name}-manager", host=self.s.docker_host,
             registry_auth=[docker.ProviderRegistryAuthArgs(address=f"http://{self.s.registry}", auth_disabled=True)],
             opts=pulumi.ResourceOptions(parent=self))
-        names = network_names(p)
-        # only the operator network (ports published on the manager) and a real gateway's egress reach outside
-        outside = {"operator": True, "egress": not p.egress_internal}
-        self.networks = {kind: docker.Network(
-            f"{name}-{kind}", name=names[kind], driver="overlay", internal=not outside.get(kind, False),
-            attachable=kind == "internal", ipam_configs=[docker.NetworkIpamConfigArgs(subnet=str(subnet))],
-            labels=docker_labels(p.labels(f"{kind}-network")), opts=self._child(delete_before_replace=True))
-            for kind, subnet in networks(p).items()}
+        self.networks = docker_networks(name, p, self._child(), overlay=True)
         self.model_secret = docker.Secret(
             f"{name}-model-credential", data=secrets[MODEL_SECRET_KEY].apply(b64),
             labels=[docker.SecretLabelArgs(label=k, value=v) for k, v in sorted(p.labels("model-credential").items())],
@@ -88,7 +81,7 @@ class Swarm(pulumi.ComponentResource):
         self.configs = self._checkout_configs()
         self.refs: dict[str, pulumi.Output[str]] = {}
         self.digests = pulumi.Output.from_input({})
-        self.register_outputs({"networks": names})
+        self.register_outputs({"networks": network_names(p)})
 
     def _child(self, **kw) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, provider=self.provider, **kw)
