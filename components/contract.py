@@ -60,6 +60,11 @@ def team_repo(task_id: str) -> str:
     return f"{TEAM_ORG}/{task_slug(task_id)}"
 
 
+def image_repository(image: str) -> str:
+    """An image name without its tag; a registry's port (`host:5000/repo`) is not a tag."""
+    return image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+
+
 def worker_image(task_id: str, tag: str) -> str:
     """REQUIREMENTS 17: `omcgitea-agent-<slug>:<tag>`."""
     return f"{PREFIX}-agent-{task_slug(task_id)}:{tag}"

@@ -501,7 +501,4 @@ def _check_paths(p: Profile) -> list[tuple[str, str]]:
 def _retag(image: str, tag: str | None) -> str:
     if tag is None:
         return image
-    slash = image.rfind("/")
-    colon = image.rfind(":")
-    repo = image[:colon] if colon > slash else image
-    return f"{repo}:{tag}"
+    return f"{contract.image_repository(image)}:{tag}"

@@ -114,8 +114,7 @@ class Swarm(pulumi.ComponentResource):
             pushed[image] = docker.RegistryImage(f"{self.name}-push-{key}", name=tag.target_image,
                                                  insecure_skip_verify=True, keep_remotely=False,
                                                  triggers={"image": built.image_id}, opts=self._child())
-            repo = target.rsplit(":", 1)[0] if ":" in target.rsplit("/", 1)[-1] else target
-            self.refs[image] = pulumi.Output.concat(repo, "@", pushed[image].sha256_digest)
+            self.refs[image] = pulumi.Output.concat(contract.image_repository(target), "@", pushed[image].sha256_digest)
         self.digests = pulumi.Output.all(**self.refs)
 
     def from_manager(self, m: Mount) -> bool:

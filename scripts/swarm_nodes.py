@@ -63,11 +63,11 @@ def delete(node: NodeDirs, profile: str, published: list[str]) -> None:
     if not node.manager:
         helper(node.docker_host, node.image, str(Path(node.profile_dir).parent),
                f"rm -rf '{HELPER_MOUNT}/{Path(node.profile_dir).name}'")
-    repos = {name.rsplit(":", 1)[0] for name in published}
+    repos = {contract.image_repository(name) for name in published}
     names = []  # the registry names: by name where tagged (other names of the image stay), else (pulled by digest) by id
     for line in docker(node, "images", "--format", "{{.ID}}={{.Repository}}:{{.Tag}}"):
         image_id, ref = line.split("=", 1)
-        if ref.rsplit(":", 1)[0] in repos:
+        if contract.image_repository(ref) in repos:
             names.append(image_id if ref.endswith(":<none>") else ref)
     ids = docker(node, "images", "-q", "--filter", contract.profile_filter(profile))
     if names or ids:

@@ -51,6 +51,12 @@ class Rendered:
     limits = LIMITS
 
 
+def test_image_repository_keeps_a_registry_port():
+    assert contract.image_repository("localhost:5000/agensh/router:v1") == "localhost:5000/agensh/router"
+    assert contract.image_repository("localhost:5000/agensh/router") == "localhost:5000/agensh/router"
+    assert contract.image_repository("omcgitea-board:<none>") == "omcgitea-board"
+
+
 def test_one_limit_changed_in_the_contract_moves_every_check(monkeypatch: pytest.MonkeyPatch):
     profile = raw(workers=200, mm_max_users_per_team=400)
     parse_profile(profile)  # 4 x 200 + 100 = 900 <= 1000
