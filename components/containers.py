@@ -60,10 +60,9 @@ def env_list(s: ServiceSpec, secrets: dict[str, pulumi.Output[str]]) -> list[pul
 
 def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks,
               secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> Container:
-    addresses = {"internal": c.internal_ip, "egress": c.egress_ip, "data": c.data_ip, "operator": c.operator_ip}
     attach = [docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip,
                                                    aliases=[c.role] if kind in ("internal", "data") else None)
-              for kind, ip in addresses.items() if ip]
+              for kind, ip in c.addresses.items()]
     health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH) if s.healthcheck else None
     waits = bool(s.healthcheck) and not s.one_shot
     return Container(resource_name, docker.ContainerArgs(

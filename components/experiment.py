@@ -93,9 +93,7 @@ class Experiment(pulumi.ComponentResource):
             "copy": self.copy_dir if p.run_steps else None,
             "profile_digest": p.digest(),
             "networks": {k: str(n) for k, n in networks(p).items()},
-            "addresses": {c.name: {k: v for k, v in (("internal", c.internal_ip), ("egress", c.egress_ip),
-                                                     ("data", c.data_ip), ("operator", c.operator_ip)) if v}
-                          for c in placements(p)}
+            "addresses": {c.name: c.addresses for c in placements(p)}
             if self.swarm is None else {},  # a swarm's services have names, no fixed addresses
             **({"nodes": {c.name: self.swarm.on(c).name for c in placements(p)}} if self.swarm else {}),
             "ports": p.ports,

@@ -27,6 +27,12 @@ class Placement:
     router_ip: str | None = None  # a team worker's own router
     labels: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def addresses(self) -> dict[str, str]:
+        """Its address on each network it joins, by network kind, in the order a container attaches them."""
+        return {kind: ip for kind, ip in (("internal", self.internal_ip), ("egress", self.egress_ip),
+                                          ("data", self.data_ip), ("operator", self.operator_ip)) if ip}
+
 
 def networks(p: Profile) -> dict[str, ipaddress.IPv4Network]:
     """The profile's networks by kind (each derived once here)."""

@@ -184,8 +184,7 @@ class Layout:
 
     def attachments(self, c: Placement) -> list[tuple[str, str]]:
         """(network kind, address) in the order the container component attaches them."""
-        return [(k, ip) for k, ip in (("internal", c.internal_ip), ("egress", c.egress_ip), ("data", c.data_ip),
-                                      ("operator", c.operator_ip)) if ip]
+        return list(c.addresses.items())
 
     def images(self) -> dict[str, tuple[list[str], list[str]]]:
         """Image tag -> (its builders' dependencies, `docker build` arguments), as the Images component builds them."""
