@@ -9,9 +9,10 @@ import pulumi
 import pulumi_docker as docker
 from pulumi_docker import _utilities as docker_sdk
 
+from .images import Images
 from .networks import Networks, docker_labels
 from .profile import Profile
-from .roles import ROLES, ServiceSpec
+from .roles import ROLES, ServiceSpec, spec
 from .topology import Placement
 
 SLICE = "pbench.slice"
@@ -19,9 +20,9 @@ HEALTH = {"interval": "5s", "timeout": "3s", "retries": 30, "start_period": "5s"
 WAIT_TIMEOUT_S = 180
 
 
-# How an engine declares one container of the topology (Platform and Team call it): a container here, a swarm
-# service in components/swarm.py.
-Declare = Callable[[str, Placement, ServiceSpec, pulumi.ResourceOptions], pulumi.Resource]
+# How an engine declares one container of the topology (Platform and Team call it with what it waits for): a
+# container here, a swarm service in components/swarm.py. The engine derives its spec and waits for its image too.
+Declare = Callable[[str, Placement, pulumi.ResourceOptions], pulumi.Resource]
 
 
 class Container(pulumi.CustomResource):
@@ -39,8 +40,16 @@ class Container(pulumi.CustomResource):
                          pulumi.ResourceOptions.merge(docker_sdk.get_resource_opts_defaults(), opts))
 
 
-def declarer(p: Profile, nets: Networks, secrets: dict[str, pulumi.Output[str]]) -> Declare:
-    return lambda name, c, s, opts: container(name, p, c, s, nets, secrets, opts)
+def declarer(p: Profile, nets: Networks, secrets: dict[str, pulumi.Output[str]], images: Images) -> Declare:
+    def declare(name: str, c: Placement, opts: pulumi.ResourceOptions) -> Container:
+        s = spec(p, c)
+        return container(name, p, c, s, nets, secrets, after_image(opts, images, s))
+    return declare
+
+
+def after_image(opts: pulumi.ResourceOptions, images: Images, s: ServiceSpec) -> pulumi.ResourceOptions:
+    """The options of a container that waits for its image too."""
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[images.by_name[s.image]]))
 
 
 def sha256(value: str) -> str:

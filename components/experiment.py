@@ -74,13 +74,13 @@ class Experiment(pulumi.ComponentResource):
             self.declare = self.swarm.declare
         else:
             assert self.networks is not None
-            self.declare = declarer(p, self.networks, secrets)
+            self.declare = declarer(p, self.networks, secrets, self.images)
 
         self.teams: list[Team] = []
         if not p.run_steps:  # the bare topology: services after the host units, each team after the services
-            self.platform = Platform(f"{name}-platform", p, self.declare, self.images,
+            self.platform = Platform(f"{name}-platform", p, self.declare,
                                      [data, *self.units], self.opts())
-            self.teams = [Team(f"{name}-{contract.task_slug(t)}", p, t, self.declare, self.images,
+            self.teams = [Team(f"{name}-{contract.task_slug(t)}", p, t, self.declare,
                                [self.platform], self.opts()) for t in p.tasks]
             record: pulumi.Input[dict[str, Any]] = {"steps": "off"}
         else:
@@ -130,7 +130,7 @@ class Experiment(pulumi.ComponentResource):
         manifest = Step(f"{name}-manifest-start", "manifest", manifest_inputs, self.opts(preflight), args="start",
                         once_per_run=p.run_id, late={"images": images})
         self.platform = Platform(
-            f"{name}-platform", p, self.declare, self.images,
+            f"{name}-platform", p, self.declare,
             [manifest, *self.units], self.opts(),
             gate=lambda model_path: Step(f"{name}-preflight-model", "preflight", si.PreflightModelInputs(
                 run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort,
@@ -201,7 +201,7 @@ class Experiment(pulumi.ComponentResource):
         seed = Step(f"{name}-{slug}-seed", "seed", si.SeedInputs(
             **base, **self._gitea(task), cleanroom_image=p.cleanroom_image(task), archive_dirs=list(archives.values())),
             self.opts(*after), secrets=gitea_password, env=self.docker_env)
-        team = Team(f"{name}-{slug}", p, task, self.declare, self.images, [seed], self.opts())
+        team = Team(f"{name}-{slug}", p, task, self.declare, [seed], self.opts())
         self.teams.append(team)
         swarm = self.swarm is not None
         wake = Step(f"{name}-{slug}-wake", "wake", si.WakeInputs(
@@ -237,7 +237,7 @@ class Experiment(pulumi.ComponentResource):
             provenance={"profile": p.model_dump(mode="json"), "profile_digest": p.digest(),
                         "worker_image": p.worker_image(task), "cleanroom_image": p.cleanroom_image(task)},
         ), self.opts(*after), args="seed")
-        team = Team(f"{name}-{slug}", p, task, self.declare, self.images, [seed], self.opts())
+        team = Team(f"{name}-{slug}", p, task, self.declare, [seed], self.opts())
         self.teams.append(team)
         return Step(f"{name}-{slug}-baseline-stop", "baseline", si.BaselineStopInputs(
             **base, worker=worker.name, sidecar=sidecar.name, archive_dir=archive, grace_s=p.export_grace_s),

@@ -10,16 +10,15 @@ from typing import Callable
 import pulumi
 
 from .containers import Declare
-from .images import Images
 from .profile import Profile
-from .roles import ROLES, spec
+from .roles import ROLES
 from .topology import Placement, placements
 
 
 class Platform(pulumi.ComponentResource):
     services: dict[str, pulumi.Resource]
 
-    def __init__(self, name: str, profile: Profile, declare: Declare, images: Images, after: list[pulumi.Resource],
+    def __init__(self, name: str, profile: Profile, declare: Declare, after: list[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None,
                  gate: Callable[[list[pulumi.Resource]], pulumi.Resource] | None = None):
         """`declare`: the engine's declaration of one container. `after`: what every service waits for (a component's
@@ -29,11 +28,9 @@ class Platform(pulumi.ComponentResource):
         self.services = {}
 
         def add(c: Placement, wait_for: list[pulumi.Resource]) -> None:
-            s = spec(profile, c)
             deps = [self.services[d] for d in ROLES[c.role].after if d in self.services]
-            self.services[c.role] = declare(
-                f"{name}-{c.role}", c, s,
-                pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps, images.by_name[s.image]]))
+            self.services[c.role] = declare(f"{name}-{c.role}", c,
+                                            pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps]))
 
         platform = [c for c in placements(profile) if not ROLES[c.role].per_task]
         first = [c for c in platform if gate and ROLES[c.role].model_path]

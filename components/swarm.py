@@ -28,7 +28,7 @@ import pulumi_docker as docker
 
 from . import contract, placement
 from . import step_inputs as si
-from .containers import HEALTH, Container, env_list, secret_value
+from .containers import HEALTH, Container, after_image, env_list, secret_value
 from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels, docker_networks
@@ -60,6 +60,7 @@ def registry_name(registry: str, image: str) -> str:
 class Swarm(pulumi.ComponentResource):
     provider: docker.Provider
     networks: dict[str, docker.Network]
+    images: Images  # what the services' images are built from (set by `publish`)
     refs: dict[str, pulumi.Output[str]]  # image name -> `<registry>/<repo>@<digest>`
     digests: pulumi.Output[dict[str, str]]
 
@@ -103,6 +104,7 @@ class Swarm(pulumi.ComponentResource):
 
     def publish(self, images: Images) -> None:
         """Tag every image a service runs into the manager's registry and push it; services run it by digest."""
+        self.images = images
         wanted = sorted({spec(self.p, c).image for c in placements(self.p) if not spec(self.p, c).one_shot})
         pushed = {}
         for image in wanted:
@@ -181,11 +183,12 @@ class Swarm(pulumi.ComponentResource):
             "host_units": "remote", "ssh_host": n.ssh_host, "ssh_port": n.ssh_port, "ssh_user": n.ssh_user}),
             opts, ssh_private_key) for n in self.s.nodes if n.role != "manager" and n.ssh_host]
 
-    def declare(self, resource_name: str, c: Placement, s: ServiceSpec, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    def declare(self, resource_name: str, c: Placement, opts: pulumi.ResourceOptions) -> pulumi.Resource:
         """The engine's declaration of one container of the topology (see Platform and Team)."""
         node = self.on(c)
-        local = spec(on_node(self.p, node), c)  # the same spec, its data on the node that runs it
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=self.provider))  # parent: the caller's
+        local = spec(on_node(self.p, node), c)  # its data on the node that runs it
+        opts = pulumi.ResourceOptions.merge(after_image(opts, self.images, local),
+                                            pulumi.ResourceOptions(provider=self.provider))  # parent: the caller's
         if local.one_shot:
             return self._one_shot(resource_name, c, local, opts)
         return self._service(resource_name, c, local, node, opts)

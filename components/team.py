@@ -7,26 +7,22 @@ import pulumi
 
 from . import contract
 from .containers import Declare
-from .images import Images
 from .profile import Profile
-from .roles import spec
 from .topology import placements
 
 
 class Team(pulumi.ComponentResource):
     members: dict[str, list[pulumi.Resource]]  # by role: routers, workers, the baseline's snapshot sidecar
 
-    def __init__(self, name: str, profile: Profile, task: str, declare: Declare, images: Images,
-                 after: list[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, profile: Profile, task: str, declare: Declare, after: list[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
         """`after`: what every router and worker waits for (the task's seed step)."""
         super().__init__("agensh:index:Team", name, None, opts)
         self.members = {}
         for c in placements(profile):
             if c.task != task:
                 continue
-            s = spec(profile, c)
-            made = declare(f"{name}-{c.role}-{c.index}", c, s,
-                           pulumi.ResourceOptions(parent=self, depends_on=[*after, images.by_name[s.image]]))
+            made = declare(f"{name}-{c.role}-{c.index}", c, pulumi.ResourceOptions(parent=self, depends_on=after))
             self.members.setdefault(c.role, []).append(made)
         self.register_outputs({"task": task, "slug": contract.task_slug(task),
                                "workers": [w.name for w in self.members.get("worker", [])]})  # type: ignore[attr-defined]
