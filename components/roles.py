@@ -81,6 +81,14 @@ def address(p: Profile, role: str, network: IPv4Network | None = None) -> str:
     return addressing.service_ip(network or p.internal_network, slot)
 
 
+def member_address(p: Profile, task: str, role: str, n: int) -> str:
+    """Where a task's router or worker is reached on the team network: its fixed address on one host; on a swarm
+    (no fixed addresses) its service name, which resolves to that member's task only."""
+    if p.engine == "swarm":
+        return contract.member_name(p.profile, task, role, n)
+    return p.member_ip(task, role, n, p.internal_network)
+
+
 def database_host(p: Profile) -> str:
     """The database on the data network, the only network it joins besides the operator's."""
     assert p.data_network is not None
@@ -166,9 +174,7 @@ def secret_service(p: Profile, c: Placement) -> ServiceSpec:
     """The token service; SECRET_SERVICE_CALLERS tells it the one address each agent's token may go to: the worker's
     fixed address, or on a swarm (no fixed addresses) the worker's service name, which the token service resolves on
     the team network when asked (the name resolves to that worker's task only)."""
-    internal = p.internal_network
-    callers = {contract.agent_id(t, n): contract.member_name(p.profile, t, "worker", n) if p.engine == "swarm"
-               else p.member_ip(t, "worker", n, internal) for t in p.tasks for n in range(1, p.workers + 1)}
+    callers = {contract.agent_id(t, n): member_address(p, t, "worker", n) for t in p.tasks for n in range(1, p.workers + 1)}
     return ServiceSpec(image=p.image("secret-service"),
                        env={"SECRET_SERVICE_TOKENS_DIR": "/tokens", "PORT": str(HTTP_PORT),
                             "SECRET_SERVICE_CALLERS": json.dumps(callers, sort_keys=True)},
@@ -209,12 +215,6 @@ def router(p: Profile, c: Placement) -> ServiceSpec:
         secret_env={"MYSQL_PASSWORD": "mysql_router_password"}, healthcheck=http_check(HTTP_PORT))
 
 
-def router_address(p: Profile, c: Placement) -> str | None:
-    """A worker's own router: its fixed address, or on a swarm its service name."""
-    assert c.task is not None and c.index is not None
-    return contract.member_name(p.profile, c.task, "router", c.index) if p.engine == "swarm" else c.router_ip
-
-
 def worker(p: Profile, c: Placement) -> ServiceSpec:
     assert c.task is not None and c.index is not None
     pd = ProfileDir.of(p)
@@ -225,7 +225,7 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
         stopped_on_purpose=True, sandboxed=True, woken=team,
         env={**member_env(p, c), **model_env(p), "TOKEN_SERVICE_URL": url(p, "secret-service"),
              "LLM_PROXY_URL": url(p, "egress-proxy"),
-             "ROUTER_URL": f"http://{router_address(p, c)}:{HTTP_PORT}" if team else "",
+             "ROUTER_URL": f"http://{member_address(p, c.task, 'router', c.index)}:{HTTP_PORT}" if team else "",
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
              "TEAM_REPO": contract.team_repo(c.task), "WORKERS": str(p.workers),
              "BASELINE": "0" if team else "1", "REFERENCE_BINARY": contract.REFERENCE_BINARY},
