@@ -69,15 +69,14 @@ def env_list(s: ServiceSpec, secrets: dict[str, pulumi.Output[str]]) -> list[pul
 
 def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks,
               secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> Container:
-    attach = [docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip,
-                                                   aliases=[c.role] if kind in ("internal", "data") else None)
+    attach = [docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip, aliases=c.aliases(kind))
               for kind, ip in c.addresses.items()]
     health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH) if s.healthcheck else None
     waits = bool(s.healthcheck) and not s.one_shot
     return Container(resource_name, docker.ContainerArgs(
         name=c.name,
         image=s.image,
-        hostname=c.name if ROLES[c.role].per_task else c.role,
+        hostname=c.hostname,
         networks_advanced=attach,
         envs=env_list(s, secrets),
         labels=docker_labels(c.labels),

@@ -234,7 +234,7 @@ class Swarm(pulumi.ComponentResource):
             resource_name, name=c.name, labels=[docker.ServiceLabelArgs(label=k, value=v) for k, v in sorted(labels.items())],
             task_spec=docker.ServiceTaskSpecArgs(
                 container_spec=docker.ServiceTaskSpecContainerSpecArgs(
-                    image=self.refs[s.image], hostname=c.name if role.per_task else c.role, env=env, user=s.user,
+                    image=self.refs[s.image], hostname=c.hostname, env=env, user=s.user,
                     commands=list(s.entrypoint) if s.entrypoint else None,
                     args=list(s.command) if s.command else None, mounts=mounts, configs=configs,
                     secrets=secret_refs, healthcheck=health,
@@ -262,7 +262,7 @@ class Swarm(pulumi.ComponentResource):
     def _one_shot(self, resource_name: str, c: Placement, s: ServiceSpec, opts: pulumi.ResourceOptions) -> Container:
         """A container that runs to completion on the manager, attached to the internal overlay network."""
         return Container(resource_name, docker.ContainerArgs(
-            name=c.name, image=s.image, hostname=c.role, envs=env_list(s, self.secrets), user=s.user,
+            name=c.name, image=s.image, hostname=c.hostname, envs=env_list(s, self.secrets), user=s.user,
             labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),
             networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=self.networks["internal"].name, aliases=[c.role])],
             volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,

@@ -28,6 +28,16 @@ class Placement:
     labels: dict[str, str] = field(default_factory=dict)
 
     @property
+    def hostname(self) -> str:
+        """A team member's hostname is its own name, a platform service's its role's."""
+        return self.name if ROLES[self.role].per_task else self.role
+
+    def aliases(self, kind: str) -> list[str] | None:
+        """The other name it answers to on a network of this kind: its role's on the internal and data networks
+        (one host; a swarm's services answer to their service names)."""
+        return [self.role] if kind in ("internal", "data") else None
+
+    @property
     def addresses(self) -> dict[str, str]:
         """Its address on each network it joins, by network kind, in the order a container attaches them."""
         return {kind: ip for kind, ip in (("internal", self.internal_ip), ("egress", self.egress_ip),

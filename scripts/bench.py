@@ -274,13 +274,12 @@ class Plain:
     def start_one(self, c: Placement, s: ServiceSpec) -> None:
         att = self.lay.attachments(c)
         args = ["docker", "create", "--name", c.name, "--label", f"{LABEL}=plain-{RUN}", "--restart", "no",
-                "--hostname", c.name if ROLES[c.role].per_task else c.role]
+                "--hostname", c.hostname]
         for k, v in sorted(c.labels.items()):
             args += ["--label", f"{k}={v}"]
         if att:
             args += ["--network", self.nets[att[0][0]], "--ip", att[0][1]]
-            if att[0][0] == "internal":
-                args += ["--network-alias", c.role]
+            args += [arg for alias in c.aliases(att[0][0]) or () for arg in ("--network-alias", alias)]
         else:
             args += ["--network", "none"]
         for k, v in sorted(env_of(s).items()):
@@ -302,7 +301,8 @@ class Plain:
         run(args)
         self.made.append(c.name)
         for kind, ip in att[1:]:
-            run(["docker", "network", "connect", "--ip", ip, self.nets[kind], c.name])
+            aliases = [arg for alias in c.aliases(kind) or () for arg in ("--alias", alias)]
+            run(["docker", "network", "connect", "--ip", ip, *aliases, self.nets[kind], c.name])
         if s.one_shot:  # the provider's `attach`: wait for it to exit
             run(["docker", "start", "-a", c.name])
         else:
@@ -353,11 +353,11 @@ class Compose:
         for c, s in lay.containers:
             svc: dict[str, Any] = {
                 "image": images[s.image], "container_name": c.name, "restart": "no",
-                "hostname": c.name if ROLES[c.role].per_task else c.role,
+                "hostname": c.hostname,
                 "labels": {**c.labels, LABEL: f"compose-{RUN}"}, "environment": env_of(s),
                 "volumes": [f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}" for m in s.mounts]}
             att = lay.attachments(c)
-            svc["networks"] = {nets[k]: {"ipv4_address": ip, **({"aliases": [c.role]} if k == "internal" else {})}
+            svc["networks"] = {nets[k]: {"ipv4_address": ip, **({"aliases": c.aliases(k)} if c.aliases(k) else {})}
                                for k, ip in att}
             if not att:
                 svc["network_mode"] = "none"
