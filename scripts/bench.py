@@ -27,6 +27,7 @@ per resource and the peak memory of `pulumi` (nothing is created: it needs neith
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -38,7 +39,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -136,12 +137,37 @@ def timed_pulumi(cmd: list[str], **kw: Any) -> tuple[float, int, str]:
     return time.monotonic() - t0, mb, output
 
 
-def preview(pulumi: list[str], proj: Path, env: dict[str, str]) -> dict[str, Any]:
-    """`pulumi preview` as `make preview` runs it: seconds, peak MB of `pulumi`, resources and ms per resource."""
-    seconds, mb, output = timed_pulumi([*pulumi, "preview"], cwd=proj, env={**env, **PREVIEW_ENV})
-    resources = sum(int(m) for m in re.findall(r"^\s*\+ (\d+) to create$", output, re.MULTILINE))
-    return {"preview": seconds, "preview_mb": mb, "resources": resources,
-            "ms_per_resource": 1000 * seconds / resources if resources else None}
+@dataclass(frozen=True)
+class BenchStack:
+    proj: Path  # the throwaway copy of the project
+    env: dict[str, str]  # its own backend and passphrase
+    pulumi: list[str]  # `pulumi` on its stack
+
+    def timed(self, *args: str, env: dict[str, str] | None = None) -> tuple[float, int, str]:
+        return timed_pulumi([*self.pulumi, *args], cwd=self.proj, env={**self.env, **(env or {})})
+
+    def preview(self) -> dict[str, Any]:
+        """`pulumi preview` as `make preview` runs it: seconds, peak MB of `pulumi`, resources and ms per resource."""
+        seconds, mb, output = self.timed("preview", env=PREVIEW_ENV)
+        resources = sum(int(m) for m in re.findall(r"^\s*\+ (\d+) to create$", output, re.MULTILINE))
+        return {"preview": seconds, "preview_mb": mb, "resources": resources,
+                "ms_per_resource": 1000 * seconds / resources if resources else None}
+
+
+@contextlib.contextmanager
+def bench_stack(tmpdir: Path, stack: str, config: dict[str, Any], standin_image: str | None = None
+                ) -> Iterator[BenchStack]:
+    """A copy of the project in `tmpdir` with `stack` made from `config` (scripts/new_stack.py); the stack is removed
+    again on the way out, also on failure."""
+    proj = project_copy(tmpdir, stack, config, standin_image=standin_image)
+    made = BenchStack(proj, isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"}),
+                      ["pulumi", "--non-interactive", "-s", stack])
+    try:
+        run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
+             "--env-file", "none"], cwd=proj, env=made.env)
+        yield made
+    finally:
+        subprocess.run([*made.pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=made.env)
 
 
 def run_dag(nodes: dict[str, tuple[list[str], Callable[[], None]]], parallel: int = PARALLEL) -> None:
@@ -439,67 +465,62 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
         stack = f"bench-w{workers}x{ntasks}"
         config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "pulumi")
         built: list[str] = []  # the plain side's image tags
-        proj = project_copy(tmpdir, stack, config, standin_image=PRIVATE["standin"])
-        checkout = proj / "stacks" / "demo"
-        lay = layout(config, checkout)
-        result["containers"] = len(lay.containers)
-        fits = (len(lay.containers) <= UNMEASURED_MAX if per_container_mb is None
-                else per_container_mb * len(lay.containers) < MEMORY_SHARE * available_mb())
-        tag_cleanrooms(lay)
-        env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
-        pulumi = ["pulumi", "--non-interactive", "-s", stack]
-        try:
-            run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
-                 "--env-file", "none"], cwd=proj, env=env)
-            result |= preview(pulumi, proj, env)
-            if not fits:
-                result["skipped"] = (f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
-                                     f"{MEMORY_SHARE:.0%} of {available_mb()} MB available" if per_container_mb else
-                                     f"up: {len(lay.containers)} containers before any size measured their memory")
-                return result
-
-            failures = []
-            try:  # first, while the subnet picked for it is still free
-                result["up"], result["up_mb"], _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj,
-                                                                env=env)
-                result["reup"], _, _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
-            except RuntimeError as e:  # a side that fails is reported; the others still run
-                failures.append(f"pulumi: {str(e).splitlines()[0]}")
-            finally:
-                result["destroy"], _, _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
-
-            def side_layout(side: str) -> Layout:  # own names and subnets (picked now), the same checkout
-                return layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(),
-                                            tmpdir / side), checkout)
-
-            plain = Plain(side_layout("plain"))
-            built += list(plain.lay.images())
+        with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
+            checkout = made.proj / "stacks" / "demo"
+            lay = layout(config, checkout)
+            result["containers"] = len(lay.containers)
+            fits = (len(lay.containers) <= UNMEASURED_MAX if per_container_mb is None
+                    else per_container_mb * len(lay.containers) < MEMORY_SHARE * available_mb())
             try:
-                result["plain_build"] = plain.build()
-                result["plain_up"] = plain.up()
-                result["plain_reup"] = plain.reup()
-                result["per_container_mb"] = container_memory_mb("plain")
-            except RuntimeError as e:
-                failures.append(f"plain: {str(e).splitlines()[0]}")
-            finally:
-                result["plain_down"] = plain.down()
-            cmd = compose_command()
-            if cmd is not None and "plain_build" in result:
-                other = side_layout("compose")
-                images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
-                compose = Compose(other, images, tmpdir, cmd)
-                try:
-                    result["compose_up"] = compose.up()
-                    result["compose_reup"] = compose.reup()
-                except (RuntimeError, subprocess.TimeoutExpired) as e:
-                    failures.append(f"compose: {str(e).splitlines()[0]}")
+                tag_cleanrooms(lay)
+                result |= made.preview()
+                if not fits:
+                    result["skipped"] = (f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
+                                         f"{MEMORY_SHARE:.0%} of {available_mb()} MB available" if per_container_mb
+                                         else f"up: {len(lay.containers)} containers before any size measured their "
+                                              "memory")
+                    return result
+
+                failures = []
+                try:  # first, while the subnet picked for it is still free
+                    result["up"], result["up_mb"], _ = made.timed("up", "--yes", "--skip-preview")
+                    result["reup"], _, _ = made.timed("up", "--yes", "--skip-preview")
+                except RuntimeError as e:  # a side that fails is reported; the others still run
+                    failures.append(f"pulumi: {str(e).splitlines()[0]}")
                 finally:
-                    result["compose_down"] = compose.down()
-            if failures:
-                result["skipped"] = "; ".join(failures)
-        finally:
-            subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
-            remove_leftovers(lay, built)
+                    result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
+
+                def side_layout(side: str) -> Layout:  # own names and subnets (picked now), the same checkout
+                    return layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(),
+                                                tmpdir / side), checkout)
+
+                plain = Plain(side_layout("plain"))
+                built += list(plain.lay.images())
+                try:
+                    result["plain_build"] = plain.build()
+                    result["plain_up"] = plain.up()
+                    result["plain_reup"] = plain.reup()
+                    result["per_container_mb"] = container_memory_mb("plain")
+                except RuntimeError as e:
+                    failures.append(f"plain: {str(e).splitlines()[0]}")
+                finally:
+                    result["plain_down"] = plain.down()
+                cmd = compose_command()
+                if cmd is not None and "plain_build" in result:
+                    other = side_layout("compose")
+                    images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
+                    compose = Compose(other, images, tmpdir, cmd)
+                    try:
+                        result["compose_up"] = compose.up()
+                        result["compose_reup"] = compose.reup()
+                    except (RuntimeError, subprocess.TimeoutExpired) as e:
+                        failures.append(f"compose: {str(e).splitlines()[0]}")
+                    finally:
+                        result["compose_down"] = compose.down()
+                if failures:
+                    result["skipped"] = "; ".join(failures)
+            finally:
+                remove_leftovers(lay, built)
     return result
 
 
@@ -509,15 +530,8 @@ def pipeline(workers: int, ntasks: int) -> dict[str, Any]:
         tmpdir = Path(tmp)
         stack = f"benchrun-w{workers}x{ntasks}"
         config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "data", run_steps=True)
-        proj = project_copy(tmpdir, stack, config)
-        env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
-        pulumi = ["pulumi", "--non-interactive", "-s", stack]
-        try:
-            run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
-                 "--env-file", "none"], cwd=proj, env=env)
-            return {"workers": workers, "tasks": ntasks, **preview(pulumi, proj, env)}
-        finally:
-            subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
+        with bench_stack(tmpdir, stack, config) as made:
+            return {"workers": workers, "tasks": ntasks, **made.preview()}
 
 
 def pipeline_main(sizes: list[tuple[int, int]]) -> int:
@@ -548,23 +562,18 @@ def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
         config = bench_profile(stack, workers, 1, free_octet(), tmpdir / "data")
         if lab:
             config |= swarm_settings(lab, tmpdir / "data") | {"agensh:llm_upstream": f"http://omcgitea-{stack}-model:8080"}
-        proj = project_copy(tmpdir, stack, config, standin_image=PRIVATE["standin"])
-        lay = layout(config, proj / "stacks" / "demo")
-        env = isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"})
-        pulumi = ["pulumi", "--non-interactive", "-s", stack]
-        try:
-            tag_cleanrooms(lay, lab)
-            run([sys.executable, "scripts/new_stack.py", stack, "--from", f"stacks/{stack}.profile.yaml",
-                 "--env-file", "none"], cwd=proj, env=env)
-            result["preview"] = preview(pulumi, proj, env)["preview"]
+        with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
+            lay = layout(config, made.proj / "stacks" / "demo")
             try:
-                result["up"], _, _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
+                tag_cleanrooms(lay, lab)
+                result["preview"] = made.preview()["preview"]
+                try:
+                    result["up"], _, _ = made.timed("up", "--yes", "--skip-preview")
+                finally:
+                    result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
             finally:
-                result["destroy"], _, _ = timed_pulumi([*pulumi, "destroy", "--yes", "--skip-preview"], cwd=proj, env=env)
-        finally:
-            subprocess.run([*pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=env)
-            if not lab:
-                remove_leftovers(lay, [])
+                if not lab:
+                    remove_leftovers(lay, [])
     return result
 
 
