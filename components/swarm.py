@@ -105,7 +105,7 @@ class Swarm(pulumi.ComponentResource):
     def publish(self, images: Images) -> None:
         """Tag every image a service runs into the manager's registry and push it; services run it by digest."""
         self.images = images
-        wanted = sorted({spec(self.p, c).image for c in placements(self.p) if not spec(self.p, c).one_shot})
+        wanted = sorted({s.image for s in (spec(self.p, c) for c in placements(self.p)) if not s.one_shot})
         pushed = {}
         for image in wanted:
             built = images.by_name[image]
@@ -264,7 +264,8 @@ class Swarm(pulumi.ComponentResource):
         return Container(resource_name, docker.ContainerArgs(
             name=c.name, image=s.image, hostname=c.hostname, envs=env_list(s, self.secrets), user=s.user,
             labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),
-            networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=self.networks["internal"].name, aliases=[c.role])],
+            networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=self.networks["internal"].name,
+                                                                    aliases=c.aliases("internal"))],
             volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
                                                 read_only=m.read_only) for m in s.mounts],
             command=list(s.command) if s.command else None, must_run=False, attach=True, logs=True),

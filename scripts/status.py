@@ -140,12 +140,16 @@ def containers(profile: str) -> dict[str, dict[str, Any]] | None:
     stats = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{json .}}", *names], capture_output=True,
                            text=True).stdout.splitlines()
     used = {s["Name"]: s["MemUsage"].split("/")[0].strip() for s in map(json.loads, stats) if s.get("Name")}
-    started = {c["Name"]: c["State"].get("StartedAt") or "0001" for c in inspected}  # 0001-...: never started
     return {c["Name"].lstrip("/"): {"state": c["State"]["Status"], "health": (c["State"].get("Health") or {}).get("Status"),
                                     "ceiling_mb": (c["HostConfig"].get("Memory") or 0) / 2**20 or None,
                                     "memory_mb": mib(used.get(c["Name"].lstrip("/"))),
-                                    "started": None if started[c["Name"]].startswith("0001") else epoch(started[c["Name"]])}
+                                    "started": started_at(c["State"].get("StartedAt"))}
             for c in inspected}
+
+
+def started_at(docker_time: str | None) -> float | None:
+    """Docker's start time of a container, None when it never started (Docker's zero time: 0001-01-01...)."""
+    return None if not docker_time or docker_time.startswith("0001") else epoch(docker_time)
 
 
 def services(p: Profile) -> dict[str, dict[str, Any]] | None:

@@ -128,9 +128,9 @@ def up(nodes: int, lab_id: str | None = None) -> Lab:
     lab_id = lab_id or secrets.token_hex(2)
     if not lab_id.isalnum() or len(lab_id) > 6:
         raise ValueError(f"lab id {lab_id!r}: at most 6 letters or digits (interface names are short)")
-    if missing_tools():
-        raise RuntimeError(f"{', '.join(missing_tools())} missing (apt-get install docker.io iproute2 iptables "
-                           "util-linux docker-registry)")
+    if missing := missing_tools():
+        raise RuntimeError(f"{', '.join(missing)} missing (apt-get install docker.io iproute2 iptables util-linux "
+                           "docker-registry)")
     subnet = free_subnet()
     lab = Lab(id=lab_id, state_dir=str(STATE_ROOT / lab_id), subnet=str(subnet), bridge=f"agsw{lab_id}",
               host_address=str(subnet.network_address + 1))

@@ -62,7 +62,8 @@ def systemd_host(tmp_path: Path, docker_engine: None):
 
 def require_lab_tools() -> None:
     require(os.geteuid() == 0, "root (the swarm lab starts Docker daemons in network namespaces)")
-    require(not swarm_lab.missing_tools(), f"{', '.join(swarm_lab.missing_tools())} (the swarm lab's tools)")
+    missing = swarm_lab.missing_tools()
+    require(not missing, f"{', '.join(missing)} (the swarm lab's tools)")
 
 
 @pytest.fixture(scope="module")
