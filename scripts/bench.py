@@ -50,7 +50,7 @@ from components.profile import Profile, parse_profile
 from components.roles import ROLES, ServiceSpec, spec
 from components.topology import Placement, network_names, networks, placements
 from scripts import demo_images, service_images, swarm_lab
-from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
 from scripts.status import mib
 
 PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
@@ -65,9 +65,6 @@ PRIVATE = dict(zip(("standin", "mattermost"), demo_images.standin_images(STANDIN
 COMPOSE_TIMEOUT_S = 900
 MEMORY_SHARE = 0.5  # run `up` only when the containers' measured memory fits in this share of the available memory
 UNMEASURED_MAX = 400  # containers to start before the memory per container has been measured
-# `make preview`'s environment (no per-step checkpoint, fewer Go garbage collections)
-PREVIEW_ENV = dict(line.split("=", 1) for line in (Path(__file__).parent / "preview.env").read_text().splitlines()
-                   if line and not line.startswith("#"))
 
 
 def bench_tasks(n: int) -> list[str]:

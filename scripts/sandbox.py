@@ -17,6 +17,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 COPIED = ("Pulumi.yaml", "__main__.py", "components", "scripts", "policies")
+# What `make preview` adds to the environment (scripts/preview.env), for previews run as users run them.
+PREVIEW_ENV = dict(line.split("=", 1) for line in (ROOT / "scripts" / "preview.env").read_text().splitlines()
+                   if line and not line.startswith("#"))
 
 
 def profile_config(source: str, **settings: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from components.rundir import ProfileDir
 from scripts import demo_images, service_images
 from scripts.gitops import git, with_user
 from scripts.http import request
-from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
@@ -126,8 +126,8 @@ def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
         mysql_max_connections=MAX_CONNECTIONS, uncached=True, mattermost_image=mattermost), standin_image=standin)
     env = isolated_env(tmp_path, "demo-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run(args, cwd=proj, env=env, capture_output=True, text=True)
+    def run(*args: str, check: bool = True, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run(args, cwd=proj, env={**env, **(extra or {})}, capture_output=True, text=True)
         assert not check or out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         return out
 
@@ -160,7 +160,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
                 name = r["urn"].rsplit("::", 1)[1].removeprefix("experiment-").removeprefix(f"{SLUG}-")
                 steps[name] = (r.get("id"), r.get("created"))
         return steps
-    preview = run("pulumi", "preview", "--non-interactive", "-s", profile, *policy)
+    preview = run("pulumi", "preview", "--non-interactive", "-s", profile, *policy, extra=PREVIEW_ENV)  # as `make preview`
     assert "agensh@v0.0.1" in preview.stdout and "mandatory" not in preview.stdout
 
     # First up, killed (whole process group) while the export step waits for the deadline.

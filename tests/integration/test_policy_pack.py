@@ -1,5 +1,6 @@
-"""The real `pulumi preview --policy-pack policies` refuses a stack that breaks rules 1, 3 and 5, showing every
-message, and `pulumi up` (with its preview, as the documented commands run it) creates nothing. (The demo stack passing the pack is part of tests/integration/test_demo.py.)"""
+"""The real `pulumi preview --policy-pack policies`, in `make preview`'s environment, refuses a stack that breaks
+rules 1, 3 and 5, showing every message, and `pulumi up` (with its preview, as the documented commands run it)
+creates nothing. (The demo stack passing the pack is part of tests/integration/test_demo.py.)"""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import shutil
 import subprocess
 import uuid
 from pathlib import Path
+
+from scripts.sandbox import PREVIEW_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,15 +24,15 @@ def test_preview_refuses_a_broken_team(tmp_path: Path, pulumi_engine: str):
     env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE="t")
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
 
-    def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["pulumi", *args, "--non-interactive", "-s", "broken"], cwd=proj, env=env,
-                              capture_output=True, text=True)
+    def pulumi(*args: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["pulumi", *args, "--non-interactive", "-s", "broken"], cwd=proj,
+                              env={**env, **(extra or {})}, capture_output=True, text=True)
 
     subprocess.run(["pulumi", "stack", "init", "broken", "--non-interactive"], cwd=proj, env=env, check=True,
                    capture_output=True)
     pulumi("config", "set", "run", run)
     try:
-        out = pulumi("preview", "--policy-pack", str(ROOT / "policies"))
+        out = pulumi("preview", "--policy-pack", str(ROOT / "policies"), extra=PREVIEW_ENV)
         text = out.stdout + out.stderr
         assert out.returncode != 0
         assert "subnet-capacity" in text and "cannot hold its 6 containers plus 3 reserved addresses" in text
