@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Callable
 
@@ -41,9 +42,11 @@ class Container(pulumi.CustomResource):
 
 
 def declarer(p: Profile, nets: Networks, secrets: dict[str, pulumi.Output[str]], images: Images) -> Declare:
+    entry = secret_entries(secrets)
+
     def declare(name: str, c: Placement, opts: pulumi.ResourceOptions) -> Container:
         s = spec(p, c)
-        return container(name, p, c, s, nets, secrets, after_image(opts, images, s))
+        return container(name, p, c, s, nets, entry, after_image(opts, images, s))
     return declare
 
 
@@ -61,14 +64,26 @@ def secret_value(var: str, key: str, secrets: dict[str, pulumi.Output[str]]) -> 
     return secrets[key].apply(sha256) if var.endswith("_SHA256") else secrets[key]
 
 
-def env_list(s: ServiceSpec, secrets: dict[str, pulumi.Output[str]]) -> list[pulumi.Input[str]]:
+SecretEntry = Callable[[str, str], pulumi.Output[str]]  # (variable, secret key) -> `NAME=value`
+
+
+def secret_entries(secrets: dict[str, pulumi.Output[str]]) -> SecretEntry:
+    """`NAME=value` of each secret variable, made once and shared by every container that gets it: an Output made
+    per container (one per router and worker) was ~a seventh of the program's CPU in a 128 x 5 preview (README,
+    "Performance")."""
+    @functools.cache
+    def entry(var: str, key: str) -> pulumi.Output[str]:
+        return pulumi.Output.concat(var, "=", secret_value(var, key, secrets))
+    return entry
+
+
+def env_list(s: ServiceSpec, entry: SecretEntry) -> list[pulumi.Input[str]]:
     """The container's environment as Docker takes it (`NAME=value`), its secrets as they resolve."""
-    return [*(f"{k}={v}" for k, v in sorted(s.env.items())),
-            *(pulumi.Output.concat(k, "=", secret_value(k, key, secrets)) for k, key in sorted(s.secret_env.items()))]
+    return [*(f"{k}={v}" for k, v in sorted(s.env.items())), *(entry(k, key) for k, key in sorted(s.secret_env.items()))]
 
 
-def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks,
-              secrets: dict[str, pulumi.Output[str]], opts: pulumi.ResourceOptions) -> Container:
+def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks, entry: SecretEntry,
+              opts: pulumi.ResourceOptions) -> Container:
     attach = [docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip, aliases=c.aliases(kind))
               for kind, ip in c.addresses.items()]
     health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH) if s.healthcheck else None
@@ -78,7 +93,7 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         image=s.image,
         hostname=c.hostname,
         networks_advanced=attach,
-        envs=env_list(s, secrets),
+        envs=env_list(s, entry),
         labels=docker_labels(c.labels),
         volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
                                             read_only=m.read_only) for m in s.mounts],

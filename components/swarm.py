@@ -28,7 +28,7 @@ import pulumi_docker as docker
 
 from . import contract, placement
 from . import step_inputs as si
-from .containers import HEALTH, Container, after_image, env_list, secret_value
+from .containers import HEALTH, Container, after_image, env_list, secret_entries, secret_value
 from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels, docker_networks
@@ -69,6 +69,7 @@ class Swarm(pulumi.ComponentResource):
         super().__init__("agensh:index:Swarm", name, None, opts)
         assert p.swarm is not None
         self.name, self.p, self.s, self.secrets, self.checkout = name, p, p.swarm, secrets, checkout
+        self.entry = secret_entries(secrets)
         self.plan = placement.plan(p)
         self.provider = docker.Provider(
             f"{name}-manager", host=self.s.docker_host,
@@ -262,7 +263,7 @@ class Swarm(pulumi.ComponentResource):
     def _one_shot(self, resource_name: str, c: Placement, s: ServiceSpec, opts: pulumi.ResourceOptions) -> Container:
         """A container that runs to completion on the manager, attached to the internal overlay network."""
         return Container(resource_name, docker.ContainerArgs(
-            name=c.name, image=s.image, hostname=c.hostname, envs=env_list(s, self.secrets), user=s.user,
+            name=c.name, image=s.image, hostname=c.hostname, envs=env_list(s, self.entry), user=s.user,
             labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),
             networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=self.networks["internal"].name,
                                                                     aliases=c.aliases("internal"))],
