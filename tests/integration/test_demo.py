@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from scripts import demo_images, service_images
 from scripts.gitops import git, with_user
 from scripts.http import request
 from scripts.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
+from tests.integration.conftest import kill_session
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
@@ -136,7 +136,7 @@ def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
     run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",
         "--set", "host_units=off")
     yield proj, profile, env, run, tmp_path / "data" / profile, tmp_path / "traj", tmp_path / "state"
-    subprocess.run(["pkill", "-f", str(proj)], capture_output=True)  # step programs left by the killed `up`
+    subprocess.run(["pkill", "-f", str(proj)], capture_output=True)  # any step program a failed test left running
     run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
     run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
     left = labelled(profile)
@@ -163,34 +163,36 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     preview = run("pulumi", "preview", "--non-interactive", "-s", profile, *policy, extra=PREVIEW_ENV)  # as `make preview`
     assert "agensh@v0.0.1" in preview.stdout and "mandatory" not in preview.stdout
 
-    # First up, killed (whole process group) while the export step waits for the deadline.
+    # First up, killed (its whole session: `pulumi`, its plugins, the step programs) while the export step waits for
+    # the deadline.
     log = open(proj / "up1.log", "w")
     first = subprocess.Popen(["pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy],
                              cwd=proj, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    run_dir = data / "20261129t000000z"
-    kickoff = run_dir / TASK / "receipts" / "kickoff.json"
-    deadline = time.time() + 400
-    seen: list[tuple[str, float | None]] = []  # `status --json` while the up runs: (phase, time to the deadline)
+    try:
+        run_dir = data / "20261129t000000z"
+        kickoff = run_dir / TASK / "receipts" / "kickoff.json"
+        deadline = time.time() + 400
+        seen: list[tuple[str, float | None]] = []  # `status --json` while the up runs: (phase, time to the deadline)
 
-    def status() -> None:
-        view = json.loads(run(sys.executable, "-m", "scripts.status", profile, "--json").stdout)["tasks"][0]
-        seen.append((view["phase"], view["time_to_deadline_s"]))
+        def status() -> None:
+            view = json.loads(run(sys.executable, "-m", "scripts.status", profile, "--json").stdout)["tasks"][0]
+            seen.append((view["phase"], view["time_to_deadline_s"]))
 
-    while not kickoff.exists() and first.poll() is None and time.time() < deadline:
-        status()
-        time.sleep(0.5)
-    assert kickoff.exists(), (proj / "up1.log").read_text()[-3000:]
-    for _ in range(3):  # the export step is now waiting for the task's deadline
-        status()
-        time.sleep(3)
-    reach_from_worker_1(profile, proj)
-    assert first.poll() is None and not (run_dir / TASK / "submission.tar.gz").exists()
-    phases = [phase for phase, _ in seen]
-    assert "ramp" in phases and phases.index("ramp") < phases.index("working"), phases
-    left = [t for phase, t in seen if phase == "working"]
-    assert len(left) >= 2 and left == sorted(left, reverse=True) and left[-1] < left[0], seen
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
+        while not kickoff.exists() and first.poll() is None and time.time() < deadline:
+            status()
+            time.sleep(0.5)
+        assert kickoff.exists(), (proj / "up1.log").read_text()[-3000:]
+        for _ in range(3):  # the export step is now waiting for the task's deadline
+            status()
+            time.sleep(3)
+        reach_from_worker_1(profile, proj)
+        assert first.poll() is None and not (run_dir / TASK / "submission.tar.gz").exists()
+        phases = [phase for phase, _ in seen]
+        assert "ramp" in phases and phases.index("ramp") < phases.index("working"), phases
+        left = [t for phase, t in seen if phase == "working"]
+        assert len(left) >= 2 and left == sorted(left, reverse=True) and left[-1] < left[0], seen
+    finally:  # also when an assertion above failed
+        kill_session(first)  # `pulumi`, its plugins and the step programs they run
     kicked = json.loads(kickoff.read_text())["result"]
     done = steps_in_state()
     assert {"seed", "wake", "kickoff", "preflight-host", "manifest-start"} <= set(done), done

@@ -11,8 +11,6 @@ image of the calculator task under a private org; all are removed at the end."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,7 +22,7 @@ import pytest
 from components import contract
 from scripts import calculator
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
-from tests.integration.conftest import docker
+from tests.integration.conftest import docker, kill_session
 
 ROOT = Path(__file__).resolve().parents[2]
 WRONG = f"openai/{contract.PINNED_MODEL}"  # a provider/model id where the gateway wants the bare id
@@ -116,7 +114,5 @@ def test_a_model_the_gateway_does_not_list_stops_the_launch_before_the_platform(
         assert receipt["result"]["checks"]["model-list"]["detail"].startswith(f"{contract.PINNED_MODEL} is one of")
         assert docker("ps", "-aq", "--filter", f"name=^{mysql}$"), (proj / "up2.log").read_text()[-3000:]
     finally:
-        if again.poll() is None:
-            os.killpg(again.pid, signal.SIGKILL)
-        again.wait()
+        kill_session(again)  # the `up` if still running, and its plugins either way
         run("pulumi", "cancel", "--yes", "--non-interactive", "-s", profile, check=False)
