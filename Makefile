@@ -22,7 +22,8 @@ down:
 # before anything changes.
 PACK = --policy-pack policies $(if $(wildcard stacks/$(STACK).policy.json),--policy-pack-config stacks/$(STACK).policy.json)
 
-# A preview runs with scripts/preview.env: no per-step checkpoint, fewer Go garbage collections (README "Performance").
+# A preview runs with scripts/preview.env: no per-step checkpoint, fewer Go garbage collections, no provider plan
+# (README "Performance").
 preview:
 	@test -n "$(STACK)" || { echo "usage: make preview STACK=<stack>"; exit 2; }
 	@. scripts/env.sh && set -a && . scripts/preview.env && set +a && pulumi preview -s "$(STACK)" $(PACK)
