@@ -205,10 +205,6 @@ class Layout:
         """Network kind -> subnet."""
         return {k: str(v) for k, v in networks(self.p).items()}
 
-    def attachments(self, c: Placement) -> list[tuple[str, str]]:
-        """(network kind, address) in the order the container component attaches them."""
-        return list(c.addresses.items())
-
     def images(self) -> dict[str, tuple[list[str], list[str]]]:
         """Image tag -> (its builders' dependencies, `docker build` arguments), as the Images component builds them."""
         p, checkout = self.p, self.p.checkout_dir
@@ -295,7 +291,7 @@ class Plain:
         return time.monotonic() - t0
 
     def start_one(self, c: Placement, s: ServiceSpec) -> None:
-        att = self.lay.attachments(c)
+        att = list(c.addresses.items())  # (network kind, address), as the container attaches them
         args = ["docker", "create", "--name", c.name, "--label", f"{LABEL}=plain-{RUN}", "--restart", "no",
                 "--hostname", c.hostname]
         for k, v in sorted(c.labels.items()):
@@ -379,7 +375,7 @@ class Compose:
                 "hostname": c.hostname,
                 "labels": {**c.labels, LABEL: f"compose-{RUN}"}, "environment": env_of(s),
                 "volumes": [f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}" for m in s.mounts]}
-            att = lay.attachments(c)
+            att = list(c.addresses.items())
             svc["networks"] = {nets[k]: {"ipv4_address": ip, **({"aliases": c.aliases(k)} if c.aliases(k) else {})}
                                for k, ip in att}
             if not att:
