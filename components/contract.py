@@ -142,6 +142,12 @@ GENERATED_SECRETS = tuple(k for k in SECRET_KEYS if k != "llm_upstream_token")  
 # --- model pins (REQUIREMENTS 6) ------------------------------------------------------------------------------
 PINNED_MODEL = "gpt-5.6-sol"
 PINNED_EFFORT = "high"
+# The worker image's GitHub Copilot CLI (REQUIREMENTS 19: the seed pins 1.0.70). Offline with a custom provider, 1.0.70
+# refuses every ACP session ("Authentication required"); 1.0.78 is the oldest release whose ACP sessions run offline.
+SEED_COPILOT_VERSION = "1.0.70"
+OFFLINE_ACP_COPILOT_VERSION = "1.0.78"
+SEMVER_RE = re.compile(r"\d+\.\d+\.\d+")
+COPILOT_VERSION_OUT = re.compile(r"GitHub Copilot CLI (\d+\.\d+\.\d+)")  # what `copilot --version` prints
 
 # --- limits (REQUIREMENTS 20, 22) and the rules derived from them ---------------------------------------------
 GIB_MB = 1024

@@ -115,6 +115,7 @@ class Experiment(pulumi.ComponentResource):
         preflight = Step(f"{name}-preflight-host", "preflight", si.PreflightHostInputs(
             run_dir=self.run_dir, profile=p.profile, host_units=p.host_units,
             images=sorted(self.images.by_name), worker_images=[p.worker_image(t) for t in p.tasks],
+            copilot_version=p.copilot_version,
             revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
             checkout_revision=self.revision,
             subnets=[str(n) for n in networks(p).values()],
@@ -209,7 +210,8 @@ class Experiment(pulumi.ComponentResource):
             env=self.docker_env)
         kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", si.KickoffInputs(
             **chat, prompt=str(self.checkout / "prompts" / "kickoff.md"), budget_s=p.task_budget.budget_s,
-            kickoff_s=p.task_budget.kickoff_s), self.opts(wake), secrets=mattermost)
+            kickoff_s=p.task_budget.kickoff_s, workers=dict(zip(archives, self._archives(task))),
+            copilot_version=p.copilot_version, services=swarm), self.opts(wake), secrets=mattermost, env=self.docker_env)
         export = Step(f"{name}-{slug}-export", "export", si.GiteaInputs(**base, **self._gitea(task)), self.opts(kickoff),
                       secrets=gitea_password)
         reminders = Step(f"{name}-{slug}-reminders", "reminders", si.RemindersInputs(**chat, minutes=p.reminder_minutes),

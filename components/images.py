@@ -59,7 +59,8 @@ class Images(pulumi.ComponentResource):
         self.pulled = {r: pull(r, getattr(p, f"{r}_image")) for r in THIRD_PARTY} if p.kind == "team" else {}
         roles = ["agent-base", "egress-proxy"] if p.kind == "baseline" else list(SHARED_IMAGES)
         self.shared = {
-            role: build(role, p.image(role), SHARED_IMAGES[role][0], checkout / SHARED_IMAGES[role][2], role)
+            role: build(role, p.image(role), SHARED_IMAGES[role][0], checkout / SHARED_IMAGES[role][2], role,
+                        args={"COPILOT_VERSION": p.copilot_version} if role == "agent-base" else None)
             for role in roles}
         base = self.shared["agent-base"]
         self.workers = {

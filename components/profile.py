@@ -67,6 +67,9 @@ class Profile(BaseModel):
     mysql_max_connections: int = Field(1000, gt=0, description="MYSQL_MAX_CONNECTIONS; 4 per router + platform")
     mysql_platform_connections: int = Field(100, ge=0, description="Connections the platform services use")
     mini_router_stuck_ms: int = Field(1_200_000, gt=0, description="MINI_ROUTER_STUCK_MS, ACP silence watchdog")
+    acp_recover_s: int = Field(600, gt=0, description="Baseline: a silent model request is recovered after this")
+    copilot_version: str = Field(contract.SEED_COPILOT_VERSION, pattern=contract.SEMVER_RE.pattern,
+                                 description="The worker image's GitHub Copilot CLI; preflight refuses another")
 
     # Timing (REQUIREMENTS 29, 30, 33, 41)
     wake_stagger_s: float = Field(30.0, ge=0, description="PBENCH_WAKE_STAGGER_S, per worker up to wake_slow_workers")

@@ -153,6 +153,7 @@ class KickoffResult(Record):
     deadline: str
     deadline_epoch: float
     post_id: str
+    sessions: dict[str, str] = {}  # agent id -> the Copilot CLI version its session reported, checked against the pin
 
 
 class RemindersResult(Record):
@@ -183,11 +184,25 @@ class ExportResult(Record):
     recovered_from: str | None = None
 
 
+class Session(Record):
+    """One agent's Copilot CLI session as its activity log tells it (the ACP driver's `activity` lines)."""
+
+    copilot_version: str | None = None  # the CLI's own `agentInfo.version`
+    prompts: int = 0
+    turns: int = 0  # completed prompts (`end_turn` or another stop reason)
+    tool_calls: int = 0
+    watchdog: int = 0  # silent requests cancelled (or the CLI restarted) and prompted again
+    errors: int = 0  # prompts the CLI answered with an error (retried)
+    first_at: str | None = None
+    last_at: str | None = None
+
+
 class ShutdownResult(Record):
     """A team's shutdown, or a baseline's stop (which also exports)."""
 
     archives: dict[str, Literal["ok", "missing", "corrupt"]]
     archives_complete: bool
+    sessions: dict[str, Session] = {}  # worker (as in `archives`) -> its session, read from its log
     submission: str | None = None
     commit: str | None = None
     snapshots: int | None = None

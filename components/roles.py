@@ -121,6 +121,14 @@ def model_env(p: Profile) -> dict[str, str]:
             "PROMPT_WINDOW_TOKENS": str(p.prompt_window_tokens)}
 
 
+def copilot_env(p: Profile) -> dict[str, str]:
+    """The Copilot CLI's own settings (BYOK, offline, pinned): it reaches only the egress proxy, whose credential the
+    worker's ACP driver passes on as COPILOT_PROVIDER_BEARER_TOKEN; the proxy sets the profile's reasoning effort."""
+    return {"COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false", "COPILOT_VERSION": p.copilot_version,
+            "COPILOT_PROVIDER_BASE_URL": f"{url(p, 'egress-proxy')}/v1", "COPILOT_PROVIDER_WIRE_API": p.model_api,
+            "COPILOT_MODEL": p.model, "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": str(p.prompt_window_tokens)}
+
+
 def member_env(p: Profile, c: Placement) -> dict[str, str]:
     """What routers and workers share: who they are and where the team's services are."""
     assert c.task is not None and c.index is not None
@@ -228,7 +236,8 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
              "ROUTER_URL": f"http://{member_address(p, c.task, 'router', c.index)}:{HTTP_PORT}" if team else "",
              "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
              "TEAM_REPO": contract.team_repo(c.task), "WORKERS": str(p.workers),
-             "BASELINE": "0" if team else "1", "REFERENCE_BINARY": contract.REFERENCE_BINARY},
+             "BASELINE": "0" if team else "1", "REFERENCE_BINARY": contract.REFERENCE_BINARY,
+             **copilot_env(p), "ACP_SILENCE_MS": str(p.mini_router_stuck_ms if team else p.acp_recover_s * 1000)},
         secret_env={contract.PROXY_CREDENTIAL_ENV: "worker_proxy_token"},
         mounts=(Mount(str(p.checkout_dir / "prompts"), "/opt/agensh/prompts", read_only=True),
                 Mount(str(pd.archive_dir(agent, p.run_id)), "/archive"))

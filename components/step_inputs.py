@@ -37,6 +37,7 @@ class PreflightHostInputs(Inputs):
     host_units_receipt: str = ""  # the host units' install receipt (known after they are installed)
     images: list[str]
     worker_images: list[str]
+    copilot_version: str  # the profile's pin: each worker image's `copilot --version` must say it
     revisioned_images: list[str]
     checkout_revision: str | None
     subnets: list[str]
@@ -88,6 +89,9 @@ class KickoffInputs(MattermostInputs):
     prompt: str
     budget_s: float
     kickoff_s: float
+    workers: dict[str, str]  # container (or service) name -> agent id: each session's CLI version is checked
+    copilot_version: str
+    services: bool = False
 
 
 class RemindersInputs(MattermostInputs):

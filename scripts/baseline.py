@@ -3,7 +3,8 @@
 `seed`: the task's starting workspace (from the cleanroom image, without the reference binary) becomes a Git
 repository on the host, mounted into the worker; writes `provenance.json` and `status.json`.
 `stop` (at the deadline): stops the snapshot sidecar, gives the worker the archive grace to seal its archive
-(verified), keeps its log as the native activity log `cc.log`, commits what remains, and exports the committed
+(verified), keeps its log as the native activity log `cc.log` (its ACP driver's session activity; the session is
+summarised in the receipt), commits what remains, and exports the committed
 HEAD as the submission. The workspace belongs to the agent: every Git command on it runs in the agent's own sandbox
 (`gitops.sandbox_git`), never as root on the host. Unlike a team, work done while stopping can enter the submission (the seed's
 documented difference). Lifecycle states in `status.json`: seeded, running, stopping, exported (or export_failed).
@@ -25,6 +26,7 @@ from components import contract
 from components.records import BaselineSeedResult, ShutdownResult, result_of
 from components.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
 from components.step_inputs import BaselineSeedInputs, BaselineStopInputs
+from scripts import activity
 from scripts.gitops import sandbox_git
 from scripts.seed import archive_dirs, workspace_from_image
 from scripts.shutdown import ROUTER_GRACE_S, verify
@@ -72,6 +74,7 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
     archive = verify(Path(a.archive_dir))
     log = subprocess.run(["docker", "logs", a.worker], capture_output=True, text=True)
     rd.activity_log.write_text(log.stdout + log.stderr)
+    session = activity.session(activity.lines(a.worker))
     git("add", "-A")
     if git("status", "--porcelain"):
         git("commit", "-q", "-m", "final: remaining changes after stop")
@@ -85,9 +88,10 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
         raise StepFailed(f"export failed: {err}", marker=EXPORT_FAILED) from None
     part.replace(out)
     snapshots = str(git("log", "--oneline", "--grep", "^snapshot")).splitlines()
-    status(rd, "exported", submission=str(out))
+    status(rd, "exported", submission=str(out), copilot_version=session.copilot_version)
     return ShutdownResult(archives={a.worker: archive}, archives_complete=archive == "ok", submission=str(out),
-                          commit=str(git("rev-parse", "HEAD")), snapshots=len(snapshots))
+                          commit=str(git("rev-parse", "HEAD")), snapshots=len(snapshots),
+                          sessions={a.worker: session})
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:

@@ -17,6 +17,7 @@ also on failure. Sizes whose containers would not fit in this machine's memory a
     .venv/bin/python -m scripts.bench --workers 8 32 --tasks 1
     .venv/bin/python -m scripts.bench --swarm --workers 2 8 32   # as root: the lab needs network namespaces
     .venv/bin/python -m scripts.bench --pipeline --workers 121 128 --tasks 1 5
+    .venv/bin/python -m scripts.bench --agents 2 8 32     # real Copilot CLI workers: start-up and memory
 (after `make setup` and one `make demo`, which builds the stand-in images). `--swarm` times `pulumi` alone (preview,
 up, destroy) for one task on one host and on a two-node swarm (scripts/swarm_lab.py, made and removed by the
 benchmark), each under its own names and subnets. `--pipeline` previews the whole run of the demo profile (every
@@ -602,6 +603,9 @@ def row(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if "--agents" in argv:  # what a worker with the real Copilot CLI costs (scripts/agent_bench.py)
+        from scripts import agent_bench
+        return agent_bench.main(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, nargs="+", default=[2, 8, 32, 128])
     ap.add_argument("--tasks", type=int, nargs="+", default=[1, 5])

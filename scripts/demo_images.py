@@ -1,6 +1,8 @@
 """The demo's pre-built images, all without a registry: the real Gitea and MariaDB images (scripts/service_images.py:
 Gitea built once from its Go module and cached by version), the stand-in service image (stacks/demo/standin) and the
-Mattermost stand-in the demo profile names, and the calculator task's cleanroom image and test blobs. The stack pulls
+Mattermost stand-in the demo profile names, the real GitHub Copilot CLI at the demo profile's pinned version
+(scripts/copilot_cli.py: from npm, cached by version, imported as `agensh-copilot:<version>`), and the calculator
+task's cleanroom image and test blobs. The stack pulls
 these by name (they are local), and `destroy` removes them; a second run of this program rebuilds only what is gone.
 """
 
@@ -14,7 +16,7 @@ import time
 from pathlib import Path
 
 from components import contract
-from scripts import calculator, service_images
+from scripts import calculator, copilot_cli, service_images
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     standin, mattermost = standin_images(parser.parse_args(argv).standin_tag)
     t0 = time.monotonic()
     try:
-        real = [service_images.mariadb_image(), service_images.gitea_image()]
+        real = [service_images.mariadb_image(), service_images.gitea_image(),
+                copilot_cli.image(copilot_cli.demo_version())]
     except RuntimeError as err:
         print(f"demo images: {err}", file=sys.stderr)
         return 1

@@ -2,7 +2,9 @@
 
 The ramp started when the wake step started the first worker (its receipt); the kickoff waits until
 `ramp_start + kickoff_s` (last wake + settle + at least 60 s). The receipt records the kickoff time and the task's
-deadline, `ramp_start + budget_s`: the ramp counts against the budget.
+deadline, `ramp_start + budget_s`: the ramp counts against the budget. Before posting, every worker's Copilot CLI
+session must have reported its version (`agentInfo.version`), which must be the profile's pin: a CLI that updated
+itself, or an image built with another, is refused here, before any agent starts work.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from typing import Mapping
 from components.records import KickoffResult, WakeResult, result_of
 from components.rundir import RUN_FAILED, RunDir
 from components.step_inputs import KickoffInputs
+from scripts.activity import wait_for_sessions
 from scripts.chat import post_to_team
 from scripts.step import StepFailed, iso, step_main, wait_until
+
+SESSION_WAIT_S = 180  # a worker's CLI starts in seconds; this covers a slow pull of its state on a busy host
 
 
 def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
@@ -28,10 +33,20 @@ def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
     start = woke.ramp_start_epoch
     deadline = start + a.budget_s
     wait_until(start + a.kickoff_s, "kickoff")
+    sessions = wait_for_sessions(a.workers, a.services, SESSION_WAIT_S)
+    missing = sorted(agent for agent, version in sessions.items() if not version)
+    if missing:
+        raise StepFailed(f"no Copilot CLI session reported by {', '.join(missing)} within {SESSION_WAIT_S} s "
+                         "(see `docker logs` of its worker)")
+    wrong = {agent: v for agent, v in sessions.items() if v != a.copilot_version}
+    if wrong:
+        raise StepFailed(f"sessions run another Copilot CLI than the profile's {a.copilot_version}: "
+                         + ", ".join(f"{agent} {v}" for agent, v in sorted(wrong.items())))
     message = Template(Path(a.prompt).read_text()).safe_substitute(task_id=a.task_id, deadline=iso(deadline))
     post = post_to_team(a.mattermost_url, a.mattermost_user, password, message)
     return KickoffResult(ramp_start=iso(start), ramp_start_epoch=start, kickoff_at=iso(time.time()),
-                         deadline=iso(deadline), deadline_epoch=deadline, post_id=post["id"])
+                         deadline=iso(deadline), deadline_epoch=deadline, post_id=post["id"],
+                         sessions={agent: str(v) for agent, v in sessions.items()})
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:

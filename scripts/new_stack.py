@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from components import contract  # noqa: E402
 from components.profile import NAMESPACE, Profile, ProfileError, parse_profile  # noqa: E402
+from scripts import copilot_cli  # noqa: E402
 
 UPSTREAM_ENV = Path("~/.pbench-upstream.env").expanduser()
 GATEWAY_KEYS = {"LLM_UPSTREAM": "llm_upstream", "REASONING_EFFORT": "reasoning_effort"}
@@ -167,6 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     except ProfileError as err:
         print(f"new-stack: {err}", file=sys.stderr)
         return 2
+    if copilot_cli.wanted_by(profile.checkout_dir):  # the pinned CLI, from npm: a version it lacks stops here
+        try:
+            copilot_cli.image(profile.copilot_version)
+        except (copilot_cli.CopilotError, subprocess.CalledProcessError) as err:
+            print(f"new-stack: copilot_version {profile.copilot_version}: {err}", file=sys.stderr)
+            return 2
     has_token = f"{prefix}{TOKEN_KEY}" in config
     if not has_token and not gw.get(contract.MODEL_CREDENTIAL_ENV):
         print(f"new-stack: no gateway token: export {contract.MODEL_CREDENTIAL_ENV} or put it in ~/.pbench-upstream.env "

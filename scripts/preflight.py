@@ -71,11 +71,18 @@ def check_workers(a: PreflightHostInputs) -> str:
         out = sh("docker", "run", "--rm", "--network", "none", "--entrypoint", "pbench-selfcheck", image)
         if "board=True" not in out.stdout or "copilot=yes" not in out.stdout:
             raise AssertionError(f"{image}: entrypoint not baked (pbench-selfcheck said {out.stdout.strip() or out.stderr.strip()!r})")
+        says = sh("docker", "run", "--rm", "--network", "none", "-e", "COPILOT_AUTO_UPDATE=false", "-e",
+                  "COPILOT_OFFLINE=true", "--entrypoint", "copilot", image, "--version")
+        found = contract.COPILOT_VERSION_OUT.search(says.stdout)
+        if found is None or found.group(1) != a.copilot_version:
+            raise AssertionError(f"{image}: its Copilot CLI says {(says.stdout or says.stderr).strip()[:120]!r}; the "
+                                 f"profile pins copilot_version {a.copilot_version}")
         ref = sh("docker", "run", "--rm", "--network", "none", "--user", "0", "--entrypoint", "stat", image,
                  "-c", "%U %a", contract.REFERENCE_BINARY)
         if ref.stdout.strip() != contract.REFERENCE_OWNER_MODE:
             raise AssertionError(f"{image}: {contract.REFERENCE_BINARY} must be root-owned mode 0111, is {ref.stdout.strip()!r}")
-    return f"{len(a.worker_images)} worker images: board=True copilot=yes, reference 0111"
+    return (f"{len(a.worker_images)} worker images: board=True copilot=yes, Copilot CLI {a.copilot_version}, "
+            "reference 0111")
 
 
 def check_fresh_images(a: PreflightHostInputs) -> str:

@@ -28,8 +28,8 @@ from programbench.utils.load_data import get_active_branches, get_ignored_tests
 from pydantic import ValidationError
 
 from components.profile import Profile
-from components.records import (RESULTS, Event, GateResult, Manifest, Receipt, ReportResult, Score, ShutdownResult,
-                                parse_receipt, read_record)
+from components.records import (RESULTS, Event, GateResult, Manifest, Receipt, ReportResult, Score, Session,
+                                ShutdownResult, parse_receipt, read_record)
 from components.rundir import MARKERS, RunDir
 from components.step_inputs import Inputs
 from scripts.score import assess, instances
@@ -124,6 +124,12 @@ class Task:
         if shutdown is None or not isinstance(shutdown.result, ShutdownResult):
             return {}
         return {k: v for k, v in shutdown.result.archives.items() if v != "ok"}
+
+    @property
+    def sessions(self) -> dict[str, Session]:
+        """Each worker's Copilot CLI session (turns, tool calls, watchdog recoveries) from its activity log."""
+        shutdown = self.receipts.get("shutdown")
+        return shutdown.result.sessions if shutdown and isinstance(shutdown.result, ShutdownResult) else {}
 
 
 @dataclass

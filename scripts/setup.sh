@@ -100,6 +100,13 @@ python_env() {
   echo "$want" >"$stamp"
 }
 
+# The real GitHub Copilot CLI at the demo's pin, from npm into the cache (keyed by version), imported as
+# agensh-copilot:<version> for the demo checkout's worker images (scripts/copilot_cli.py). Tests never reach npm.
+copilot_cli() {
+  command -v npm >/dev/null || apt_install npm
+  (cd "$ROOT" && .venv/bin/python -m scripts.copilot_cli)
+}
+
 secrets_home() {
   (umask 077 && mkdir -p "$AGENSH_HOME/state")
   if [ "${PULUMI_CONFIG_PASSPHRASE_FILE:-}" = "$AGENSH_HOME/passphrase" ] && [ ! -s "$AGENSH_HOME/passphrase" ]; then
@@ -115,5 +122,6 @@ step "host tools" host_tools
 step "Docker engine" docker_engine
 step "Python environment" python_env
 step "Pulumi toolchain" toolchain
+step "Copilot CLI" copilot_cli
 step "state and passphrase" secrets_home
 echo "setup complete in $(( $(date +%s) - t_all ))s"

@@ -3,7 +3,8 @@ then stop the routers. Nothing done here can enter the submission: it was export
 
 Workers get SIGTERM and up to `grace_s` seconds (`docker stop -t`); each must leave `state.tar.gz` in its
 archive directory. The receipt says which archives are complete; `archives_complete: false` makes the score
-step refuse a complete score and keeps cleanup from deleting anything.
+step refuse a complete score and keeps cleanup from deleting anything. Each worker's session activity (its log's
+`activity` lines) is kept as `activity.jsonl` beside its archive and summarised in the receipt.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Literal, Mapping
 from components.records import ShutdownResult
 from components.rundir import RunDir
 from components.step_inputs import ShutdownInputs
+from scripts import activity
 from scripts.step import load_inputs, progress, run_step
 from scripts.swarm_nodes import collect
 
@@ -56,11 +58,17 @@ def shutdown(a: ShutdownInputs) -> ShutdownResult:
         except (RuntimeError, subprocess.CalledProcessError) as err:
             progress(f"shutdown: {name}: collecting its archive failed: {err}")
     archives = {name: verify(Path(d)) for name, d in a.workers.items()}
+    sessions = {}
+    for name, d in a.workers.items():
+        events = activity.lines(name, a.services)
+        if events:
+            activity.keep(events, Path(d) / "activity.jsonl")
+        sessions[name] = activity.session(events)
     stop(a.routers, ROUTER_GRACE_S, a.services)
     bad = {n: s for n, s in archives.items() if s != "ok"}
     progress(f"shutdown: {len(archives) - len(bad)} of {len(archives)} archives verified"
              + (f"; {len(bad)} missing or corrupt (see the receipt)" if bad else ""))
-    return ShutdownResult(archives=archives, archives_complete=not bad)
+    return ShutdownResult(archives=archives, archives_complete=not bad, sessions=sessions)
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:

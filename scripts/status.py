@@ -6,7 +6,8 @@
 
 Per task: its phase (waiting, seeding, ramp k of N woken, waiting for kickoff, working with the time to the deadline,
 exporting, archiving, evaluating, scored, failed) with times; per worker its container's state, health, memory use
-against its ceiling and last activity; the commits on the team repository's `main` and the pull requests merged into
+against its ceiling, last activity and its Copilot CLI session (turns, tool calls, watchdog recoveries, from the
+activity log); the commits on the team repository's `main` and the pull requests merged into
 it (read from Gitea's data on this host, no password needed); failure markers; the score. It reads only the stack
 file's plain settings (never the passphrase or a secret) and says plainly what it cannot see.
 """
@@ -29,10 +30,11 @@ from rich.text import Text
 
 from components import contract
 from components.profile import Profile, ProfileError
-from components.records import (KickoffResult, Ramp, Score, WakeResult, ok_result, read_receipt, read_record,
-                                result_of)
+from components.records import (KickoffResult, Ramp, Score, Session, WakeResult, ok_result, read_receipt,
+                                read_record, result_of)
 from components.rundir import ProfileDir, RunDir
 from components.topology import members
+from scripts import activity
 from scripts.new_stack import load_profile
 from scripts.nudges import epoch, last_logged
 from scripts.step import iso
@@ -44,6 +46,7 @@ class Worker(BaseModel):
     memory_mb: float | None
     ceiling_mb: float | None
     last_activity: str | None
+    session: Session | None = None  # its Copilot CLI session from the activity log: turns, tool calls, watchdog
 
 
 class Repo(BaseModel):
@@ -212,11 +215,12 @@ def snapshot(stack: str, p: Profile) -> StatusView:
         workers = []
         for c in members(p, task, "worker"):
             d = (docker or {}).get(c.name)
-            active = max(filter(None, (last_logged(c.name), d["started"])), default=None) \
-                if d and d["state"] == "running" and not swarm else None
+            live = bool(d and d["state"] == "running" and not swarm)
+            active = max(filter(None, (last_logged(c.name), d["started"])), default=None) if live and d else None
             workers.append(Worker(name=c.name, state=d["state"] if d else ("absent" if docker is not None else "unknown"),
                                   health=d and d["health"], memory_mb=d and d["memory_mb"],
-                                  ceiling_mb=d and d["ceiling_mb"], last_activity=iso(active) if active else None))
+                                  ceiling_mb=d and d["ceiling_mb"], last_activity=iso(active) if active else None,
+                                  session=activity.session(activity.lines(c.name)) if d and not swarm else None))
         score = result_of(rd, "score", task, Score)
         tasks.append(TaskView(task_id=task, phase=name, detail=detail,
                               time_to_deadline_s=round(deadline - now) if deadline and name == "working" else None,
@@ -233,11 +237,14 @@ def render(v: StatusView) -> Group:
         tasks.add_row(t.task_id, t.phase, t.detail, str(t.repo.commits_on_main if t.repo.head else t.repo.note),
                       str(t.repo.merged_pull_requests or 0), ", ".join(t.markers) or "-",
                       "-" if t.score is None else f"{t.score:.4f}")
-    workers = Table("worker", "state", "health", "memory / ceiling", "last activity", title="workers")
+    workers = Table("worker", "state", "health", "memory / ceiling", "last activity", "turns / tool calls",
+                    "watchdog", title="workers")
     for t in v.tasks:
         for w in t.workers:
             mem = f"{w.memory_mb or 0:.0f} / {w.ceiling_mb:.0f} MiB" if w.ceiling_mb else "-"
-            workers.add_row(w.name, w.state, w.health or "-", mem, w.last_activity or "-")
+            s = w.session
+            workers.add_row(w.name, w.state, w.health or "-", mem, w.last_activity or "-",
+                            f"{s.turns} / {s.tool_calls}" if s else "-", str(s.watchdog) if s else "-")
     notes = [Text(f"cannot see: {c}", style="yellow") for c in v.cannot_see]
     return Group(head, tasks, workers, *notes)
 

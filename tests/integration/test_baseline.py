@@ -1,5 +1,6 @@
-"""The demo's task as a standalone baseline through the real engine (stand-in agent, stand-in model), scored by
-the real evaluator; records written; destroy leaves nothing labelled behind."""
+"""The demo's task as a standalone baseline through the real engine (the real Copilot CLI in an ACP session, driven
+by the scripted stand-in model), scored by the real evaluator; records written; destroy leaves nothing labelled
+behind."""
 
 from __future__ import annotations
 
@@ -46,7 +47,12 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str, 
         status = json.loads((run_dir / "status.json").read_text())
         assert [h["state"] for h in status["history"]] == ["running", "stopping", "exported"]
         assert json.loads((run_dir / "provenance.json").read_text())["profile"]["kind"] == "baseline"
-        assert "stand-in" in (run_dir / "cc.log").read_text()
+        # the native activity log: the session's turns, resumed at once after each completed one
+        session = stop["sessions"][next(iter(stop["archives"]))]
+        assert session["copilot_version"] == "1.0.78" and session["turns"] >= 2 and session["tool_calls"] >= 2
+        assert session["watchdog"] == 0 and session["errors"] == 0
+        assert '"kind": "turn_end"' in (run_dir / "cc.log").read_text()
+        assert status["copilot_version"] == "1.0.78"
         assert json.loads((run_dir / "run_manifest.json").read_text())["completed"] == 1
         assert (run_dir / "result_index.jsonl").exists()
         containers = labelled(profile)["containers"]

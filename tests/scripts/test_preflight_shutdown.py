@@ -14,6 +14,7 @@ from scripts import preflight, shutdown
 from scripts.calculator import BASE_IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]
+PIN = "1.0.78"
 
 
 def docker(*args: str, check: bool = True, **kw) -> str:
@@ -23,19 +24,25 @@ def docker(*args: str, check: bool = True, **kw) -> str:
 @pytest.fixture(scope="module")
 def images(base_image: str):
     run = uuid.uuid4().hex[:6]
-    good, bad = f"agensh-test-worker:{run}-good", f"agensh-test-worker:{run}-bad"
+    good, bad, stale = (f"agensh-test-worker:{run}-{k}" for k in ("good", "bad", "stale"))
     common = (f"FROM {BASE_IMAGE}\nLABEL agensh.test={run}\n"
               "RUN printf '#!/bin/sh\\necho board=True copilot=yes\\n' > /usr/local/bin/pbench-selfcheck && "
               "chmod +x /usr/local/bin/pbench-selfcheck && mkdir -p /opt/pbench && printf '#!/bin/sh\\n' > /opt/pbench/executable\n")
-    docker("build", "-q", "-t", good, "-", input=common + "RUN chmod 0111 /opt/pbench/executable\n", env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
-    docker("build", "-q", "-t", bad, "-", input=common + "RUN chmod 0755 /opt/pbench/executable\n", env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
-    yield run, good, bad
-    docker("rmi", "-f", good, bad, check=False)
+    # test doubles of the CLI's version line only (the real CLI's is checked in test_team_services)
+    says = "RUN printf '#!/bin/sh\\necho GitHub Copilot CLI %s.\\n' > /usr/local/bin/copilot && chmod +x /usr/local/bin/copilot\n"
+    env = {"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
+    docker("build", "-q", "-t", good, "-", input=common + says % PIN + "RUN chmod 0111 /opt/pbench/executable\n", env=env)
+    docker("build", "-q", "-t", bad, "-", input=common + says % PIN + "RUN chmod 0755 /opt/pbench/executable\n", env=env)
+    docker("build", "-q", "-t", stale, "-", input=common + says % "9.9.9" + "RUN chmod 0111 /opt/pbench/executable\n",
+           env=env)
+    yield run, good, bad, stale
+    docker("rmi", "-f", good, bad, stale, check=False)
 
 
 def inputs(tmp_path: Path, run: str, **over) -> dict:
     a = {"run_dir": str(tmp_path / "run"), "profile": f"t-{run}", "host_units": "off", "host_units_receipt": "",
-         "images": [BASE_IMAGE], "worker_images": [], "revisioned_images": [], "checkout_revision": None,
+         "images": [BASE_IMAGE], "worker_images": [], "copilot_version": PIN, "revisioned_images": [],
+         "checkout_revision": None,
          "subnets": ["10.253.251.0/24"], "networks": [], "ports": [],
          "limits": {"workers": 8, "routers": 8, "administrators": 2, "mm_max_users": 200, "mysql_max_connections": 1000,
                     "platform_connections": 100}}
@@ -50,16 +57,16 @@ def checks(tmp_path: Path, a: dict) -> tuple[int, dict]:
 
 
 def test_preflight_passes_on_a_clean_host(images, tmp_path: Path):
-    run, good, _ = images
+    run, good, _, _ = images
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "launch.json").write_text("{}")  # what a scheduled launch writes first is no leftover
     rc, receipt = checks(tmp_path, inputs(tmp_path, run, worker_images=[good], images=[good]))
     assert rc == 0, receipt
-    assert receipt["checks"]["workers"]["detail"].endswith("reference 0111")
+    assert receipt["checks"]["workers"]["detail"].endswith(f"Copilot CLI {PIN}, reference 0111")
 
 
 def test_preflight_reports_every_failure(images, tmp_path: Path):
-    run, good, bad = images
+    run, good, bad, _ = images
     net = f"agensh-test-{run}"
     docker("network", "create", "--internal", "--subnet", "10.253.252.0/24", "--label", f"agensh.test={run}", net)
     holder = socket.socket()
@@ -86,8 +93,15 @@ def test_preflight_reports_every_failure(images, tmp_path: Path):
     assert net in receipt["checks"]["subnets"]["detail"]
 
 
+def test_preflight_refuses_a_worker_image_whose_copilot_is_not_the_pin(images, tmp_path: Path):
+    run, _, _, stale = images
+    rc, receipt = checks(tmp_path, inputs(tmp_path, run, worker_images=[stale], images=[stale]))
+    assert rc == 1 and not receipt["checks"]["workers"]["ok"]
+    assert "says 'GitHub Copilot CLI 9.9.9.'; the profile pins copilot_version 1.0.78" in receipt["checks"]["workers"]["detail"]
+
+
 def test_shutdown_verifies_archives(images, tmp_path: Path):
-    run, good, _ = images
+    run, good, _, _ = images
     names, dirs = [], {}
     script = ("trap 'tar -czf /archive/state.tar.gz -C / etc/hostname; exit 0' TERM; "
               "while true; do sleep 1; done")

@@ -1,5 +1,6 @@
 """The demo's team services against real Docker: the real Gitea and MariaDB (stacks/services), and the stand-in
-Agensh services and Mattermost of the demo's stand-in checkout (stacks/demo).
+Agensh services and Mattermost of the demo's stand-in checkout (stacks/demo), and workers that run the real GitHub
+Copilot CLI in ACP sessions (the checkout's ACP driver) against the scripted stand-in model behind the egress proxy.
 
 Every container is started from the project's own contract (`components.roles.spec` of a small test
 profile): its env, secret env, mounts, command, user, hostname and health check. Each group sits on one internal
@@ -42,7 +43,8 @@ from components.profile import Profile, parse_profile
 from components.roles import HTTP_PORT, ROLES, spec
 from components.rundir import ProfileDir
 from components.topology import placements
-from scripts import calculator, demo_images, export, preflight, score, seed, service_images
+from scripts import activity, calculator, copilot_cli, demo_images, export, preflight, score, seed, service_images
+from scripts.chat import post_to_team
 from scripts.gitops import git, with_user
 from scripts.sandbox import free_octet
 from tests.scripts.conftest import kicked_off
@@ -56,6 +58,8 @@ TEST_LABEL = f"agensh.test=team-services-{RUN}"
 TAG = f"test-{RUN}"
 BUILD_ENV = {"DOCKER_BUILDKIT": "0", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 MAX_CONNECTIONS = 237  # not the default, so the query shows the profile's value reached the server
+COPILOT = contract.OFFLINE_ACP_COPILOT_VERSION
+SILENCE_MS = 20_000  # the workers' ACP silence watchdog here (a profile's is 20 minutes)
 BUNDLED_EVAL = Path(programbench.__file__).parent / "data" / "test_runs" / "correct" / TASK / f"{TASK}.eval.json"
 
 
@@ -93,9 +97,10 @@ def images(docker_engine: None):
     try:
         made.append(build(f"omcgitea-standin:{TAG}", DEMO / "standin", DEMO / "standin" / "Dockerfile"))
         tags = {}
+        copilot_cli.image(COPILOT)  # shared and cached by version, like the toolchain: never removed here
         for role, (dockerfile, default, context) in SHARED_IMAGES.items():
             tags[role] = build(f"{default.split(':')[0]}:{TAG}", DEMO / context, DEMO / dockerfile,
-                               STANDIN_IMAGE=made[0])
+                               STANDIN_IMAGE=made[0], **({"COPILOT_VERSION": COPILOT} if role == "agent-base" else {}))
             made.append(tags[role])
         made.append(service_images.mariadb_image(f"agensh-mariadb:{TAG}", labels=labels))
         made.append(service_images.gitea_image(f"agensh-gitea:{TAG}", labels=labels))
@@ -155,7 +160,8 @@ class Team:
             "mattermost_image": image["standin"], "board_image": image["board"],
             "secret_service_image": image["secret-service"], "bootstrap_image": image["bootstrap"],
             "egress_proxy_image": image["egress-proxy"], "mini_router_image": image["mini-router"],
-            "agent_base_image": image["agent-base"], "agent_image_tag": TAG})
+            "agent_base_image": image["agent-base"], "agent_image_tag": TAG, "copilot_version": COPILOT,
+            "mini_router_stuck_ms": SILENCE_MS})
         self.secrets = {k: f"{k}-{secrets.token_hex(12)}" for k in contract.SECRET_KEYS}
         self.placements = {(c.role, c.index): c for c in placements(self.profile)}
         self.model_ip = model_ip
@@ -417,10 +423,12 @@ def test_egress_proxy_injects_the_model_credential(team: Team):
     proxy = team.start("egress-proxy")
     url = f"{team.url('egress-proxy')}/v1/responses"
     body = {"model": team.profile.model, "input": "hi", "reasoning": {"effort": "high"}}
+    body["reasoning"]["effort"] = "low"  # the proxy sets the profile's effort, whatever the caller asks
     status, reply, _ = http("POST", url, body, {"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"})
-    assert status == 200 and reply["output_text"] == "stand-in model reply" and reply["model"] == team.profile.model
+    assert status == 200 and reply["output_text"] == "Noted." and reply["model"] == team.profile.model
     stats = http("GET", f"{team.url('model')}/stats")[1]
     assert (stats["ok"], stats["rejected"]) == (1, 0)  # the model saw the real credential
+    assert stats["efforts"] == {team.profile.reasoning_effort: 1}
     for auth in ({"Authorization": "Bearer wrong"}, {}, {"Authorization": f"Bearer {team.secrets['llm_upstream_token']}"}):
         assert http("POST", url, body, auth)[0] == 401
     stats = http("GET", f"{team.url('model')}/stats")[1]
@@ -545,7 +553,7 @@ def test_mariadb_validates_its_first_start(images, tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def stack(images, tmp_path_factory):
-    """MariaDB, the real Gitea, the Mattermost stand-in, the token service, the model and its egress proxy, then the
+    """MariaDB, the real Gitea, the Mattermost stand-in, the board, the token service, the model and its egress proxy, then the
     bootstrap (run to completion), on their own internal network: one team shared by the real-service tests."""
     net = internal_network(f"agensh-real-{RUN}")
     name, subnet = next(net)
@@ -553,7 +561,7 @@ def stack(images, tmp_path_factory):
     try:
         t.start("mysql", limit=120)
         t.start("gitea", limit=300)
-        for role in ("mattermost", "secret-service", "model", "egress-proxy"):
+        for role in ("mattermost", "board", "secret-service", "model", "egress-proxy"):
             t.start(role)
         t.start("bootstrap", wait=False)
         boot = t.placements[("bootstrap", None)].name
@@ -656,10 +664,25 @@ def test_bootstrap_registers_the_team(stack: Team):
     assert len(http("GET", f"{api}/repos/{TEAM_ORG}/{SLUG}/branch_protections", None, admin)[1]) == 1
 
 
+def events(name: str) -> list[dict]:
+    return activity.lines(name)
+
+
+def tool_outputs(name: str) -> str:
+    return "\n".join(str(e.get("output", "")) for e in events(name) if e["kind"] == "tool_result")
+
+
+def kickoff(t: Team) -> None:
+    """What the kickoff step posts: the checkout's kickoff prompt, as the administrator, to the team channel."""
+    text = (DEMO / "prompts" / "kickoff.md").read_text().replace("$task_id", TASK).replace("$deadline", "soon")
+    post_to_team(t.url("mattermost"), ADMIN_USER, t.secrets["mattermost_admin_password"], text)
+
+
 @pytest.fixture(scope="module")
 def merged(stack: Team, tmp_path_factory):
-    """The task seeded by the project's seed step and worked by the two scripted workers: worker 1 merges its pull
-    request through the API, worker 2 pushes its branch and tries a direct push to main."""
+    """The task seeded by the project's seed step and worked by two real Copilot CLI sessions that the scripted model
+    drives, kicked off in the team chat: agent 1 merges its pull request through the API, agent 2 pushes its branch,
+    claims on the board, posts in the chat and tries a direct push to main."""
     tmp = tmp_path_factory.mktemp("merged")
     cleanroom = calculator.build_cleanroom(f"agensh-services-{RUN}", dict([TEST_LABEL.split("=", 1)]))
     worker_image = stack.profile.worker_image(TASK)
@@ -667,20 +690,23 @@ def merged(stack: Team, tmp_path_factory):
         build(worker_image, DEMO, DEMO / WORKER_DOCKERFILE, TASK_IMAGE=cleanroom,
               AGENT_BASE_IMAGE=stack.images["agent-base"])
         router = stack.start("router", 1)
-        workers = {n: stack.start("worker", n) for n in (1, 2)}  # they wait for the seeded main
+        workers = {n: stack.start("worker", n) for n in (1, 2)}  # their sessions wait for the kickoff
         a = {"run_dir": str(tmp / "run"), "task_id": TASK, "gitea_url": stack.url("gitea"), "gitea_user": ADMIN_USER,
              "repo": contract.team_repo(TASK), "gitea_repositories": repositories(stack),
              "cleanroom_image": cleanroom, "archive_dirs": [str(stack.mount("worker", "/archive", n)) for n in (1, 2)]}
         assert seed.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}) == 0
         receipt = json.loads((tmp / "run" / TASK / "receipts" / "seed.json").read_text())
-        wanted = {workers[1]: ["HTTP 200 'stand-in model reply'", "opened and merged pull #1", "steps done"],
-                  workers[2]: ["HTTP 200", "pushed branch agent-2", "direct push to main refused", "steps done"]}
-        end = time.monotonic() + 120
-        while not all(all(w in logs(c) for w in want) for c, want in wanted.items()):
+        sessions = activity.wait_for_sessions({workers[n]: f"{TASK}-{n}" for n in (1, 2)}, False, 120)
+        assert all(sessions.values()), "\n".join(logs(c) for c in workers.values())
+        kickoff(stack)
+        wanted = {workers[1]: ["opened and merged pull #1", "run exit 0"],
+                  workers[2]: ["pushed branch agent-2", "board: 200", "chat: posted", "direct push to main refused"]}
+        end = time.monotonic() + 240
+        while not all(all(w in tool_outputs(c) for w in want) for c, want in wanted.items()):
             assert time.monotonic() < end, "\n".join(logs(c) for c in wanted)
-            assert not any("FAILED" in logs(c) for c in wanted), "\n".join(logs(c) for c in wanted)
-            time.sleep(0.5)
-        yield {"seed": receipt, "workers": workers, "router": router, "worker_image": worker_image}
+            time.sleep(1)
+        yield {"seed": receipt, "workers": workers, "router": router, "worker_image": worker_image,
+               "sessions": sessions}
     finally:
         for n in (1, 2):
             docker("rm", "-f", stack.placements[("worker", n)].name, check=False)
@@ -694,8 +720,9 @@ def merge_commit(t: Team) -> str:
     return pr["merge_commit_sha"]
 
 
-def test_scripted_workers_merge_a_pull_request_and_cannot_push_main(stack: Team, merged, tmp_path: Path):
+def test_real_copilot_sessions_merge_a_pull_request_and_cannot_push_main(stack: Team, merged, tmp_path: Path):
     api, admin = gitea_api(stack)
+    assert merged["sessions"] == {f"{TASK}-1": COPILOT, f"{TASK}-2": COPILOT}  # agentInfo.version of each session
     assert merged["seed"]["status"] == "ok" and merged["seed"]["result"]["seeded"] == "now"
     assert merged["seed"]["result"]["main_protection"] == {
         "enable_push": True, "enable_push_whitelist": True, "push_whitelist_usernames": [ADMIN_USER],
@@ -704,13 +731,14 @@ def test_scripted_workers_merge_a_pull_request_and_cannot_push_main(stack: Team,
     pr = http("GET", f"{api}/repos/{TEAM_ORG}/{SLUG}/pulls/1", None, admin)[1]
     assert (pr["merged"], pr["user"]["login"], pr["merged_by"]["login"], pr["head"]["ref"], pr["base"]["ref"]) == (
         True, worker1, worker1, "agent-1", "main")
-    assert "MINI_ROUTER_STUCK_MS=1200000" in logs(merged["router"])
+    assert f"MINI_ROUTER_STUCK_MS={SILENCE_MS}" in logs(merged["router"])
     check = docker("run", "--rm", "--entrypoint", "pbench-selfcheck", merged["worker_image"])
     assert check.stdout.strip() == "board=True copilot=yes"
-    ref = docker("run", "--rm", "--entrypoint", "sh", merged["worker_image"], "-c",
-                 "stat -c '%U:%G %a' /opt/pbench/executable; /opt/pbench/executable && echo ran; "
-                 "cat /opt/pbench/executable >/dev/null 2>&1 || echo unreadable; id -u")
-    assert ref.stdout.split("\n")[:4] == ["root:root 111", "ran", "unreadable", "10000"]
+    version = docker("run", "--rm", "--network", "none", "--entrypoint", "copilot", merged["worker_image"], "--version")
+    assert f"GitHub Copilot CLI {COPILOT}." in version.stdout
+    # the agents' tool calls ran as uid 10000 in their worker: the first step of each kickoff looks around
+    for name in merged["workers"].values():
+        assert "baseline=0 workers=2\n10000\n/workspace" in tool_outputs(name)
 
     token = tokens(stack)
     main = git("ls-remote", remote(stack, 1), "refs/heads/main", password=token[1]).split()[0]
@@ -720,8 +748,10 @@ def test_scripted_workers_merge_a_pull_request_and_cannot_push_main(stack: Team,
     assert git("rev-parse", "HEAD^1", cwd=clone) == merged["seed"]["result"]["commit"]  # merged onto the seeded start
     assert subprocess.run(["sh", "compile.sh"], cwd=clone).returncode == 0
     assert subprocess.run(["./executable", "6", "*", "7"], cwd=clone, capture_output=True, text=True).stdout == "42\n"
-    assert not (clone / "notes").exists()  # worker 2's notes stay on its branch, its direct push was refused
+    assert not (clone / "notes").exists()  # agent 2's notes stay on its branch, its direct push was refused
     assert git("ls-remote", remote(stack, 2), "refs/heads/agent-2", password=token[2])
+    lifecycle = stack.mount("board", "/data") / "lifecycle" / f"{TASK}.jsonl"
+    assert json.loads(lifecycle.read_text().splitlines()[-1])["event"]["agent"] == f"{TASK}-2"
 
     git("checkout", "-q", "-B", "direct", cwd=clone)
     (clone / "direct.txt").write_text("must not land\n")
@@ -732,16 +762,84 @@ def test_scripted_workers_merge_a_pull_request_and_cannot_push_main(stack: Team,
     git("push", "-q", remote(stack, 2), "HEAD:refs/heads/agent-2-extra", cwd=clone, password=token[2])  # branches: fine
     assert git("ls-remote", remote(stack, 1), "refs/heads/main", password=token[1]).split()[0] == main
 
-    for n, name in merged["workers"].items():  # SIGTERM: each worker seals HOME and /workspace
+
+def test_the_reference_cannot_be_read_but_runs(merged):
+    """Agent 1's turn through the CLI's own `bash` tool: `cat` and `cp` of the reference fail, running it works."""
+    out = tool_outputs(merged["workers"][1])
+    assert "cat exit 1" in out and "cp exit 1" in out and "run exit 0" in out
+    assert "Permission denied" in out
+
+
+def test_sessions_continue_after_each_turn_and_the_watchdog_recovers_a_hung_request(stack: Team, merged):
+    end = time.monotonic() + 120
+    while not any(e["kind"] == "turn_end" for e in events(merged["workers"][1])):
+        assert time.monotonic() < end, logs(merged["workers"][1])
+        time.sleep(1)
+    auth = {"Authorization": f"Bearer {stack.secrets['llm_upstream_token']}"}
+    assert http("POST", f"{stack.url('model')}/faults", {"faults": ["hang@1"]}, auth)[0] == 200  # its next request
+    seen = events(merged["workers"][1])
+    kinds = [e["kind"] for e in seen]
+    first_end = kinds.index("turn_end")
+    assert seen[first_end]["stop_reason"] == "end_turn"
+    assert seen[first_end + 1]["kind"] == "prompt" and seen[first_end + 1]["why"] == "continue"
+    end = time.monotonic() + SILENCE_MS / 1000 + 90
+    while not any(e["kind"] == "watchdog" for e in events(merged["workers"][1])):
+        assert time.monotonic() < end, logs(merged["workers"][1])
+        time.sleep(2)
+    while True:  # then the same prompt again, and a completed turn
+        seen = events(merged["workers"][1])
+        dog = next(k for k, e in enumerate(seen) if e["kind"] == "watchdog")
+        if any(e["kind"] == "turn_end" for e in seen[dog:]):
+            break
+        assert time.monotonic() < end, logs(merged["workers"][1])
+        time.sleep(2)
+    assert seen[dog]["silent_s"] >= SILENCE_MS / 1000 and seen[dog + 1]["kind"] == "prompt"
+    stats = http("GET", f"{stack.url('model')}/stats")[1]
+    assert [f["fault"] for f in stats["faults"]] == ["hang"]
+    assert set(stats["efforts"]) == {"high"} and stats["rejected"] == 0  # only the proxy's injected credential
+
+
+def test_no_model_credential_reaches_a_worker_and_archives_restore_the_session(stack: Team, merged, tmp_path: Path):
+    """The real model token is nowhere in a worker: not its environment, not its CLI's config, logs or session state
+    (its HOME), not its workspace, not its archive. SIGTERM seals HOME and the workspace; a restored archive lets a
+    new CLI load the session."""
+    real = stack.secrets["llm_upstream_token"].encode()
+    for n, name in merged["workers"].items():
+        env = docker("inspect", "-f", "{{json .Config.Env}}", name).stdout
+        assert real.decode() not in env and "LLM_UPSTREAM_TOKEN" not in env
+        assert stack.secrets["worker_proxy_token"] in env  # the local proxy credential is all it holds
+        assert real.decode() not in logs(name)
         archive = stack.mount("worker", "/archive", n)
         t0 = time.monotonic()
-        docker("stop", "-t", "10", name)
-        assert time.monotonic() - t0 < 8
+        docker("stop", "-t", "20", name)
+        assert time.monotonic() - t0 < 15
         assert docker("inspect", "-f", "{{.State.ExitCode}}", name).stdout.strip() == "0", logs(name)
         data = (archive / "state.tar.gz").read_bytes()
         assert (archive / "state.sha256").read_text().split()[0] == hashlib.sha256(data).hexdigest()
         with tarfile.open(archive / "state.tar.gz") as tar:
-            assert {"home/agent", "workspace/.git/HEAD", "workspace/scratch/notes.txt"} <= set(tar.getnames())
+            names = set(tar.getnames())
+            assert {"home/agent", "home/agent/.copilot/config.json", "home/agent/.agensh/activity.jsonl",
+                    "workspace/.git/HEAD", "workspace/scratch/notes.txt"} <= names
+            assert not any(".cache/copilot/pkg" in m for m in names)  # the image's unpacked CLI stays out
+            assert any(m.startswith("home/agent/.copilot/session-state/") for m in names)
+            for member in tar.getmembers():
+                if member.isfile():
+                    assert real not in tar.extractfile(member).read(), member.name  # type: ignore[union-attr]
+    status = json.loads(subprocess.run(["tar", "-xzOf", str(stack.mount("worker", "/archive", 1) / "state.tar.gz"),
+                                        "home/agent/.agensh/status.json"], capture_output=True, check=True).stdout)
+    assert status["copilot_version"] == COPILOT and status["watchdog_recoveries"] >= 1 and status["turns"] >= 2
+    restore = (f"tar -xzf /restore/state.tar.gz -C / && cd /workspace && python3 -c '"
+               "import sys; sys.path.insert(0, \"/opt/agensh\"); from pathlib import Path; from acp_driver import Acp; "
+               "acp = Acp([\"copilot\", \"--acp\", \"--no-auto-update\"], dict(__import__(\"os\").environ), "
+               "Path(\"/tmp/err.log\"), lambda p: None, lambda m: {\"error\": {\"code\": -32601, \"message\": \"no\"}}); "
+               "acp.call(\"initialize\", {\"protocolVersion\": 1, \"clientCapabilities\": {}}); "
+               f"print(\"loaded\", acp.call(\"session/load\", {{\"sessionId\": \"{status['session_id']}\", "
+               "\"cwd\": \"/workspace\", \"mcpServers\": []}) is not None); acp.stop()'")
+    loaded = docker("run", "--rm", "--network", "none", "-e", "COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:9/v1",
+                    "-e", f"COPILOT_MODEL={stack.profile.model}", "-e", "COPILOT_PROVIDER_WIRE_API=responses",
+                    "-v", f"{stack.mount('worker', '/archive', 1)}:/restore:ro", "--entrypoint", "sh",
+                    merged["worker_image"], "-c", restore, check=False)
+    assert "loaded True" in loaded.stdout, loaded.stdout + loaded.stderr
 
 
 def export_args(t: Team, run: Path) -> dict[str, Any]:

@@ -21,7 +21,6 @@ import re
 import secrets
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -36,7 +35,7 @@ MM_TEAM, MM_CHANNEL = "pbench", "town-square"
 # A complete agent id: `<ProgramBench task id>-<n>`, task ids look like `owner__repo.<7+ hex>` (catalog ids).
 AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,80}__[a-z0-9][a-z0-9_.-]{0,80}\.[0-9a-f]{7,40}-[1-9][0-9]{0,3}$")
 BOARD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-# The SOLUTION files of scripts/calculator.py (testorg__calculator.abc1234), embedded for worker 1.
+# The SOLUTION files of scripts/calculator.py (testorg__calculator.abc1234): what the scripted solver writes.
 SOLUTION = {
     "compile.sh": "#!/bin/sh\ncp calculator.sh executable\nchmod +x executable\n",
     "calculator.sh": '#!/bin/bash\n# calculator A OP B\necho $(( $1 $2 $3 ))\n',
@@ -445,8 +444,11 @@ def role_secret_service() -> None:
 
 # --------------------------------------------------------------------------------------------- egress proxy
 def role_egress_proxy() -> None:
+    """The only holder of the model credential: a caller with the proxy credential is forwarded upstream with the real
+    one, its request's reasoning effort set to the profile's (REASONING_EFFORT), the answer streamed back as it comes."""
     upstream = env("LLM_UPSTREAM").rstrip("/")
     upstream_token, proxy_token = env("LLM_UPSTREAM_TOKEN"), env("WORKER_PROXY_TOKEN")
+    effort = os.environ.get("REASONING_EFFORT")
 
     class H(Handler):
         def do_GET(self) -> None:
@@ -463,33 +465,77 @@ def role_egress_proxy() -> None:
             self.forward("POST", "/v1/responses")
 
         def forward(self, method: str, path: str) -> None:
-            """To the model upstream with the real credential, for a caller holding the proxy credential."""
             data = self.body() if method == "POST" else None
             if not same(self.bearer("bearer"), proxy_token):
                 return self.error(401, "missing or wrong proxy credential")
             headers = {"Authorization": f"Bearer {upstream_token}"}
             if data is not None:
                 headers["Content-Type"] = self.headers.get("Content-Type", "application/json")
+                if effort:
+                    try:
+                        body = json.loads(data)
+                        body["reasoning"] = {**(body.get("reasoning") or {}), "effort": effort}
+                        data = json.dumps(body).encode()
+                    except (ValueError, AttributeError):
+                        return self.error(400, "the request body is not a JSON object")
             req = urllib.request.Request(f"{upstream}{path}", data=data, method=method, headers=headers)
             try:
-                with urllib.request.urlopen(req, timeout=600) as resp:
-                    status, body, ctype = resp.status, resp.read(), resp.headers.get("Content-Type")
+                resp = urllib.request.urlopen(req, timeout=600)
             except urllib.error.HTTPError as err:
-                status, body, ctype = err.code, err.read(), err.headers.get("Content-Type")
+                log(f"forwarded {method} {path} -> upstream: HTTP {err.code}")
+                return self.send(err.code, err.read(), {"Content-Type": err.headers.get("Content-Type") or "application/json"})
             except (urllib.error.URLError, OSError) as err:
                 log(f"upstream unreachable: {getattr(err, 'reason', err)}")
                 return self.error(502, "model upstream unreachable")
-            log(f"forwarded {method} {path} -> upstream: HTTP {status}")
-            self.send(status, body, {"Content-Type": ctype or "application/json"})
+            log(f"forwarded {method} {path} -> upstream: HTTP {resp.status}")
+            self.send_response(resp.status)
+            self.send_header("X-Agensh-Standin", ROLE)
+            self.send_header("Content-Type", resp.headers.get("Content-Type") or "application/json")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                while chunk := resp.read1(65536):
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except OSError as err:  # the stream was cut upstream, or the caller went away
+                log(f"stream ended early: {err}")
+            finally:
+                resp.close()
 
-    serve(H, int(env("PORT", "8080")), f"egress proxy (upstream {upstream}, credential injected)")
+    serve(H, int(env("PORT", "8080")), f"egress proxy (upstream {upstream}, credential and effort {effort} injected)")
 
 
 # --------------------------------------------------------------------------------------------- model
+FAULTS = ("hang", "error", "cut")
+
+
 def role_model() -> None:
+    """A scripted Responses-API model (STAND-IN, no inference): streams the next step of the agent's script
+    (agent_scripts.py) as the real API's events, with usage. It answers only the credential the egress proxy injects
+    (sha256 = EXPECTED_TOKEN_SHA256) and records the reasoning effort each request carries. Faults on demand
+    (STANDIN_MODEL_FAULTS at start, or POST /faults): `hang`, `error` (HTTP 503) or `cut` (the stream stops midway)
+    for the next request, or `<fault>@<n>` for agent n's next request."""
+    import agent_scripts
+
     expected = env("EXPECTED_TOKEN_SHA256").strip().lower()
     models = [m for m in env("STANDIN_MODELS", "").split(",") if m]  # the ids it lists; none: no /v1/models
-    stats, lock = {"ok": 0, "rejected": 0}, threading.Lock()
+    idle_s = int(env("STANDIN_MODEL_IDLE_S", "10"))
+    hang_s = float(env("STANDIN_MODEL_HANG_S", "3600"))
+    stats: dict = {"ok": 0, "rejected": 0, "responses": 0, "efforts": {}, "faults": []}
+    faults = [f for f in env("STANDIN_MODEL_FAULTS", "").split(",") if f]
+    lock = threading.Lock()
+
+    def take_fault(agent: str) -> str | None:
+        n = agent.rsplit("-", 1)[-1]
+        with lock:
+            for f in faults:
+                kind, _, who = f.partition("@")
+                if not who or who == n:
+                    faults.remove(f)
+                    stats["faults"].append({"fault": kind, "agent": agent, "at": time.time()})
+                    return kind
+        return None
 
     class H(Handler):
         def authorized(self) -> bool:
@@ -507,7 +553,7 @@ def role_model() -> None:
                 return self.send(200, {"ok": True, "service": "stand-in model"})
             if path == "/stats":
                 with lock:
-                    return self.send(200, dict(stats, standin=True))
+                    return self.send(200, dict(stats, standin=True, pending_faults=list(faults)))
             if path == "/v1/models" and models:
                 if self.authorized():
                     self.send(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "agensh-standin"}
@@ -516,15 +562,100 @@ def role_model() -> None:
             self.error(404, "not found")
 
         def do_POST(self) -> None:
-            if urllib.parse.urlsplit(self.path).path != "/v1/responses":
+            path = urllib.parse.urlsplit(self.path).path
+            if path == "/faults":
+                body = self.json_body()
+                if not self.authorized():
+                    return
+                new = [str(f) for f in body.get("faults") or []]
+                if any(f.partition("@")[0] not in FAULTS for f in new):
+                    return self.error(400, f"faults are {', '.join(FAULTS)}, each optionally @<agent n>")
+                with lock:
+                    faults.extend(new)
+                return self.send(200, {"pending": list(faults)})
+            if path != "/v1/responses":
                 return self.error(404, "not found")
             body = self.json_body()
-            if self.authorized():
-                self.send(200, {"id": f"resp_standin_{secrets.token_hex(6)}", "object": "response",
-                                "model": body.get("model"), "output_text": "stand-in model reply"})
+            if not self.authorized():
+                return
+            agent, item = agent_scripts.next_item(body, idle_s)
+            effort = str((body.get("reasoning") or {}).get("effort"))
+            with lock:
+                stats["responses"] += 1
+                stats["efforts"][effort] = stats["efforts"].get(effort, 0) + 1
+            fault = take_fault(agent)
+            log(f"{agent}: {'tool call' if isinstance(item, agent_scripts.Step) else 'message'} (effort {effort})"
+                + (f", fault {fault}" if fault else ""))
+            if fault == "hang":
+                time.sleep(hang_s)
+                return
+            if fault == "error":
+                return self.send(503, {"error": {"message": "stand-in model: injected 503", "type": "server_error"}})
+            if body.get("stream") is True:
+                return self.stream(body, item, cut=fault == "cut")
+            out = output_item(item, f"item_{secrets.token_hex(6)}")
+            self.send(200, {"id": f"resp_standin_{secrets.token_hex(6)}", "object": "response", "status": "completed",
+                            "model": body.get("model"), "output": [out], "usage": usage(body),
+                            "output_text": "" if isinstance(item, agent_scripts.Step) else item})
 
-    serve(H, int(env("PORT", "8080")), f"model (checks the injected credential only; lists {', '.join(models) or 'no models'}; "
-                                       "no inference)")
+        def event(self, kind: str, **data) -> None:
+            data["type"] = kind
+            self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+
+        def stream(self, body: dict, item, cut: bool) -> None:
+            """The Responses API's streamed events for one output item (a `bash` function call or a message)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("X-Agensh-Standin", ROLE)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            rid, iid = f"resp_standin_{secrets.token_hex(6)}", f"item_{secrets.token_hex(6)}"
+            response = {"id": rid, "object": "response", "status": "in_progress", "model": body.get("model"),
+                        "output": []}
+            self.event("response.created", response=response)
+            out = output_item(item, iid)
+            if out["type"] == "function_call":
+                args = out["arguments"]
+                self.event("response.output_item.added", output_index=0, item=dict(out, arguments="", status="in_progress"))
+                half = len(args) // 2
+                self.event("response.function_call_arguments.delta", output_index=0, item_id=iid, delta=args[:half])
+                if cut:
+                    return
+                self.event("response.function_call_arguments.delta", output_index=0, item_id=iid, delta=args[half:])
+                self.event("response.function_call_arguments.done", output_index=0, item_id=iid, arguments=args)
+            else:
+                part = out["content"][0]
+                self.event("response.output_item.added", output_index=0, item=dict(out, content=[], status="in_progress"))
+                self.event("response.content_part.added", output_index=0, item_id=iid, content_index=0,
+                           part=dict(part, text=""))
+                self.event("response.output_text.delta", output_index=0, item_id=iid, content_index=0, delta=item)
+                if cut:
+                    return
+                self.event("response.output_text.done", output_index=0, item_id=iid, content_index=0, text=item)
+                self.event("response.content_part.done", output_index=0, item_id=iid, content_index=0, part=part)
+            self.event("response.output_item.done", output_index=0, item=out)
+            response.update(status="completed", output=[out], usage=usage(body))
+            self.event("response.completed", response=response)
+
+    def output_item(item, iid: str) -> dict:
+        """A Responses output item: the step as a `bash` function call, or the turn's final message."""
+        if isinstance(item, agent_scripts.Step):
+            return {"type": "function_call", "id": iid, "call_id": f"call_{secrets.token_hex(6)}", "name": "bash",
+                    "arguments": json.dumps({"command": item.command, "description": item.description}),
+                    "status": "completed"}
+        return {"type": "message", "id": iid, "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": item, "annotations": []}]}
+
+    def usage(body: dict) -> dict:
+        """Token counts of the API's shape (input: about 4 characters a token)."""
+        tokens_in = len(json.dumps(body.get("input"))) // 4
+        return {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
+                "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens_in + 20}
+
+    serve(H, int(env("PORT", "8080")), f"scripted model (no inference; checks the injected credential; lists "
+                                       f"{', '.join(models) or 'no models'})")
 
 
 # --------------------------------------------------------------------------------------------- mini-router
@@ -706,187 +837,10 @@ def role_bootstrap() -> None:
     log("done")
 
 
-# --------------------------------------------------------------------------------------------- worker
-class Worker:
-    """A scripted agent: no model reasoning, a fixed sequence that exercises the team's plumbing."""
-
-    def __init__(self) -> None:
-        self.agent = env("AGENT_ID")
-        self.username = agent_username(self.agent)  # its Gitea and Mattermost user
-        self.n = int(self.agent.rsplit("-", 1)[1])
-        self.home = Path(os.environ.get("HOME") or "/home/agent")
-        self.ws = Path(os.environ.get("WORKSPACE", "/workspace"))
-        self.token = ""
-        self.sealing = False
-
-    def seal(self, *_args) -> None:
-        """SIGTERM: seal HOME and the workspace (Git and ignored files included), verify, checksum, exit 0."""
-        if self.sealing:
-            return
-        self.sealing = True
-        t0 = time.monotonic()
-        archive = Path(os.environ.get("ARCHIVE_DIR", "/archive"))
-        part, final = archive / "state.tar.gz.part", archive / "state.tar.gz"
-        members = [str(p.relative_to("/")) for p in (self.home, self.ws) if p.exists()]
-        made = subprocess.run(["tar", "-czf", str(part), "-C", "/", *members], capture_output=True, text=True)
-        listed = subprocess.run(["tar", "-tzf", str(part)], capture_output=True, text=True)
-        if made.returncode or listed.returncode:
-            log(f"SIGTERM: archive FAILED: {(made.stderr + listed.stderr).strip()[-300:]}")
-            os._exit(1)
-        part.replace(final)
-        digest = hashlib.sha256(final.read_bytes()).hexdigest()
-        (archive / "state.sha256").write_text(f"{digest}  state.tar.gz\n")
-        log(f"SIGTERM: sealed {', '.join('/' + m for m in members)} into {final} "
-            f"({len(listed.stdout.splitlines())} entries, verified, sha256 {digest[:12]}) in {time.monotonic() - t0:.1f} s")
-        os._exit(0)
-
-    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        askpass = self.home / ".standin-askpass"
-        if not askpass.exists():
-            askpass.write_text('#!/bin/sh\nprintf "%s\\n" "$STANDIN_GIT_PASSWORD"\n')
-            askpass.chmod(0o700)
-        out = subprocess.run(["git", *args], cwd=self.ws, capture_output=True, text=True, env={
-            **os.environ, "GIT_ASKPASS": str(askpass), "STANDIN_GIT_PASSWORD": self.token, "GIT_TERMINAL_PROMPT": "0",
-            "GIT_AUTHOR_NAME": self.agent, "GIT_AUTHOR_EMAIL": f"{self.agent}@agensh.local",
-            "GIT_COMMITTER_NAME": self.agent, "GIT_COMMITTER_EMAIL": f"{self.agent}@agensh.local"})
-        if check and out.returncode:
-            raise RuntimeError(f"git {args[0]} failed: {out.stderr.strip()[-300:]}")
-        return out
-
-    def run(self) -> None:
-        signal.signal(signal.SIGTERM, self.seal)
-        task, repo = env("TASK_ID"), env("TEAM_REPO")
-        gitea = env("GITEA_URL").rstrip("/")
-        log(f"scripted worker {self.agent} (uid {os.getuid()}) for {task}; not a real agent; started by the wake step")
-        try:
-            if os.environ.get("BASELINE") == "1":
-                self.baseline()
-            else:
-                self.steps(gitea, repo)
-            log("scripted steps done; idling until SIGTERM")
-        except Exception as err:  # noqa: BLE001 - a stand-in reports and keeps its archive behaviour
-            log(f"scripted steps FAILED: {err}; idling until SIGTERM")
-        while True:
-            time.sleep(3600)
-
-    def baseline(self) -> None:
-        """The standalone baseline: no team services; one model request, then the solution written (not committed)
-        into the mounted workspace, where the snapshot sidecar and the final commit at stop pick it up."""
-        self.model_request()
-        for name, text in SOLUTION.items():
-            (self.ws / name).write_text(text)
-            (self.ws / name).chmod(0o755)
-        (self.ws / ".git" / "info" / "exclude").write_text("scratch/\n")
-        (self.ws / "scratch").mkdir(exist_ok=True)
-        (self.ws / "scratch" / "notes.txt").write_text(f"ignored scratch file of {self.agent} (stand-in)\n")
-        log(f"baseline: wrote {', '.join(SOLUTION)} into {self.ws} (left for the snapshots to commit)")
-
-    def model_request(self) -> None:
-        proxy = env("LLM_PROXY_URL").rstrip("/")
-        body = {"model": env("MODEL", "stand-in"), "input": f"Stand-in worker {self.agent}: say hello.",
-                "reasoning": {"effort": env("REASONING_EFFORT", "high")}}
-        for attempt in range(30):
-            try:
-                status, reply, _ = call("POST", f"{proxy}/v1/responses", body, bearer=env("LLM_PROXY_TOKEN"),
-                                        ok=(401, 403, 502))
-                log(f"model request through the egress proxy: HTTP {status} {reply.get('output_text', '')!r}")
-                return
-            except (OSError, RuntimeError) as err:
-                if attempt == 29:
-                    log(f"model request failed: {err}")
-                time.sleep(2)
-
-    def merge(self, api: str, number: int) -> None:
-        """Merge a pull request; Gitea answers 405 "Please try again later" while it still checks mergeability."""
-        for _ in range(60):
-            status, reply, _ = call("POST", f"{api}/pulls/{number}/merge", {"Do": "merge"}, token=self.token, ok=(405,))
-            if status != 405:
-                return
-            if "try again later" not in str(reply.get("message", "")):
-                raise RuntimeError(f"pull #{number} cannot be merged: {reply.get('message')}")
-            time.sleep(1)
-        raise RuntimeError(f"pull #{number} still not mergeable after 60 s")
-
-    def steps(self, gitea: str, repo: str) -> None:
-        url = env("TOKEN_SERVICE_URL").rstrip("/") + f"/token/{self.agent}"
-        end = time.monotonic() + 600
-        while not self.token:
-            try:
-                self.token = call("GET", url)[1]["token"]
-            except (RuntimeError, OSError, KeyError) as err:
-                if time.monotonic() > end:
-                    raise RuntimeError(f"no token from the token service: {err}") from None
-                time.sleep(2)
-        log("token fetched from the token service")
-
-        self.model_request()
-
-        remote = urllib.parse.urlsplit(gitea)
-        origin = urllib.parse.urlunsplit(remote._replace(netloc=f"{self.username}@{remote.netloc}",
-                                                         path=f"/{repo}.git"))
-        if not (self.ws / ".git").exists():
-            self.git("init", "-q", "-b", "main")
-            self.git("remote", "add", "origin", origin)
-        end = time.monotonic() + float(os.environ.get("STANDIN_SEED_WAIT_S", "3600"))
-        while not self.git("ls-remote", "origin", "refs/heads/main", check=False).stdout.strip():
-            if time.monotonic() > end:
-                raise RuntimeError(f"{repo} has no main branch yet")
-            time.sleep(3)
-        self.git("fetch", "-q", "origin", "main")
-        self.git("checkout", "-q", "-f", "-B", "main", "origin/main")
-        log(f"checked out {repo} main into {self.ws}")
-        (self.ws / ".git" / "info" / "exclude").write_text("scratch/\n")
-        (self.ws / "scratch").mkdir(exist_ok=True)
-        (self.ws / "scratch" / "notes.txt").write_text(f"ignored scratch file of {self.agent} (stand-in)\n")
-
-        branch = f"agent-{self.n}"
-        self.git("checkout", "-q", "-B", branch)
-        if self.n == 1:
-            for name, text in SOLUTION.items():
-                (self.ws / name).write_text(text)
-                (self.ws / name).chmod(0o755)
-            self.git("add", *SOLUTION)
-            self.git("commit", "-q", "-m", f"{self.agent}: calculator solution (stand-in scripted worker)")
-        else:
-            (self.ws / "notes").mkdir(exist_ok=True)
-            (self.ws / "notes" / f"{self.agent}.md").write_text(f"# {self.agent}\n\nStand-in worker notes.\n")
-            self.git("add", f"notes/{self.agent}.md")
-            self.git("commit", "-q", "-m", f"{self.agent}: notes (stand-in scripted worker)")
-        self.git("push", "-q", "-f", "origin", f"{branch}:refs/heads/{branch}")
-        log(f"pushed branch {branch}")
-
-        api = f"{gitea}/api/v1/repos/{repo}"
-        if self.n == 1:
-            _, pr, _ = call("POST", f"{api}/pulls", {"head": branch, "base": "main", "title": f"{self.agent} solution"},
-                            token=self.token)
-            self.merge(api, pr["number"])
-            log(f"opened and merged pull #{pr['number']} ({branch} -> main, zero approvals)")
-
-        team = os.environ.get("WORKERS")  # the team size; a lone worker makes the attempt itself
-        if self.n == (2 if team and int(team) >= 2 else 1):
-            self.git("fetch", "-q", "origin", "main")
-            self.git("checkout", "-q", "-B", "direct-main-attempt", "origin/main")
-            (self.ws / "notes").mkdir(exist_ok=True)
-            (self.ws / "notes" / "direct-push.md").write_text("This commit must never reach main.\n")
-            self.git("add", "notes/direct-push.md")
-            self.git("commit", "-q", "-m", "direct push to main (must be refused)")
-            out = self.git("push", "origin", "HEAD:refs/heads/main", check=False)
-            if out.returncode:
-                log("direct push to main refused, as it should be")
-            else:
-                log("ERROR: direct push to main was ACCEPTED")
-            self.git("checkout", "-q", branch)
-            self.git("branch", "-q", "-D", "direct-main-attempt")
-
-
-def role_worker() -> None:
-    Worker().run()
-
-
 ROLES = {
     "mattermost": role_mattermost, "board": role_board, "secret-service": role_secret_service,
     "egress-proxy": role_egress_proxy, "model": role_model, "mini-router": role_mini_router,
-    "bootstrap": role_bootstrap, "worker": role_worker,
+    "bootstrap": role_bootstrap,
 }
 
 
