@@ -83,6 +83,7 @@ class Manifest(Record):
     completed: int | None = None
     failed: int | None = None
     failed_task_ids: list[str] = Field(default_factory=list)
+    copilot_versions: dict[str, str] = Field(default_factory=dict)  # worker -> the CLI version its session reported
     scores: dict[str, float] = Field(default_factory=dict)
     headline_requested: dict[str, Any] | None = None
     headline_benchmark: dict[str, Any] | None = None
@@ -102,6 +103,7 @@ class ManifestFinish(Record):
     completed: int
     failed: int
     scores: dict[str, float]
+    copilot_versions: dict[str, str] = {}  # worker -> the Copilot CLI its session ran (its own agentInfo.version)
 
 
 class BranchProtection(Record):

@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--agents", type=int, nargs="+", default=[2, 8, 32], metavar="N")
     ap.add_argument("--seconds", type=int, default=60, help="how long the working phase is sampled")
-    ap.add_argument("--copilot-version", default=copilot_cli.demo_version())
+    ap.add_argument("--copilot-version", default=contract.OFFLINE_ACP_COPILOT_VERSION)
     a = ap.parse_args(argv)
     image = worker_image(a.copilot_version)
     print(f"real Copilot CLI {a.copilot_version}, scripted model; memory from `docker stats` (MiB per worker)")

@@ -17,8 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from components import contract
 from scripts import service_images
 
@@ -32,12 +30,6 @@ class CopilotError(RuntimeError):
 
 
 IMAGE_REPOSITORY = "agensh-copilot"
-DEMO_PROFILE = Path(__file__).resolve().parent.parent / "stacks" / "demo.profile.yaml"
-
-
-def demo_version() -> str:
-    """The version the demo profile pins (its checkout's agent base image copies `agensh-copilot:<version>`)."""
-    return str(yaml.safe_load(DEMO_PROFILE.read_text())["config"]["agensh:copilot_version"])
 
 
 def image_name(version: str) -> str:
@@ -128,9 +120,10 @@ def image(version: str, labels: dict[str, str] | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("version", nargs="?", help="the @github/copilot version (default: the demo profile's pin)")
+    parser.add_argument("version", nargs="?", default=contract.OFFLINE_ACP_COPILOT_VERSION,
+                        help="the @github/copilot version (default: the demo's, %(default)s)")
     try:
-        print(image(parser.parse_args(argv).version or demo_version()))
+        print(image(parser.parse_args(argv).version))
     except (CopilotError, subprocess.CalledProcessError) as err:
         print(f"copilot: {err}", file=sys.stderr)
         return 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: the whole pipeline offline as the stack "demo" (a rehearsal: stand-in Agensh services and Mattermost,
-# scripted workers, a stand-in model; the real Gitea and MariaDB, real Docker, the real Pulumi engine, the real
-# `programbench eval`). Run after `make setup` with scripts/env.sh sourced. Re-running it after a finished demo
+# a scripted stand-in model; the real GitHub Copilot CLI in each worker, the real Gitea and MariaDB, real Docker,
+# the real Pulumi engine, the real `programbench eval`). Run after `make setup` with scripts/env.sh sourced. Re-running it after a finished demo
 # changes nothing; `make demo-destroy` cleans up.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -13,7 +13,7 @@ say() { echo "demo: [$(( $(date +%s) - t0 ))s] $*"; }
 
 say "local base image (Debian rootfs via debootstrap, cached)"
 bash scripts/base_image.sh
-say "images: the real Gitea (built once from its Go module, cached) and MariaDB, the stand-ins, the calculator cleanroom, test blobs"
+say "images: the real Gitea (built once from its Go module, cached) and MariaDB, the Copilot CLI, the stand-ins, the calculator cleanroom, test blobs"
 "$PY" -m scripts.demo_images
 if [ -d /run/systemd/system ]; then
   host_units=local
@@ -35,6 +35,6 @@ echo "--- score (ProgramBench's own helpers) ---"
 cat "$run_dir"/*/score.json
 echo "--- pulumi stack output provenance ---"
 pulumi stack output -s "$STACK" provenance --json
-echo "This was a rehearsal: stand-in Agensh services and Mattermost, scripted workers and a stand-in model (real Gitea"
-echo "and MariaDB); no real agent ran."
+echo "This was a rehearsal: every worker ran the real GitHub Copilot CLI in an ACP session, but the model was a"
+echo "scripted stand-in (and Mattermost and the Agensh services stand-ins; Gitea and MariaDB real): no model reasoned."
 echo "Clean up with: make demo-destroy"

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     try:
         real = [service_images.mariadb_image(), service_images.gitea_image(),
-                copilot_cli.image(copilot_cli.demo_version())]
+                copilot_cli.image(contract.OFFLINE_ACP_COPILOT_VERSION)]
     except RuntimeError as err:
         print(f"demo images: {err}", file=sys.stderr)
         return 1

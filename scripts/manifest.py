@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping
 
 from components.records import (Host, Launch, Manifest, ManifestFinish, ManifestStart, PreserveResult, Revision,
-                                read_index, read_record, result_of)
+                                ShutdownResult, read_index, read_record, result_of)
 from components.rundir import RunDir
 from components.step_inputs import ManifestInputs
 from scripts.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
@@ -74,14 +74,16 @@ def finish(a: ManifestInputs) -> ManifestFinish:
     scores = {t: r.score for t, r in rows.items() if t in requested and r.status == "scored" and r.score is not None}
     failed = sorted(t for t in requested if t not in scores)
     copies = {t: result_of(rd, "preserve-task", t, PreserveResult) for t in requested}
+    shutdowns = [r for t in requested if (r := result_of(rd, "shutdown", t, ShutdownResult))]
+    versions = {w: s.copilot_version for r in shutdowns for w, s in r.sessions.items() if s.copilot_version}
     manifest = manifest.model_copy(update={
         "preserved": {t: bool(c and c.verified) for t, c in copies.items()},
         "state": "finished", "finished": now(), "completed": len(scores), "failed": len(failed),
-        "failed_task_ids": failed, "scores": scores,
+        "failed_task_ids": failed, "scores": scores, "copilot_versions": versions,
         "headline_requested": aggregate(scores, len(requested)).as_dict() if scores else None,
         "headline_benchmark": aggregate(scores, len(benchmark_instances())).as_dict() if scores else None})
     write_atomic(rd.manifest, manifest)
-    return ManifestFinish(completed=len(scores), failed=len(failed), scores=scores)
+    return ManifestFinish(completed=len(scores), failed=len(failed), scores=scores, copilot_versions=versions)
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:

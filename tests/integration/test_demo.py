@@ -221,6 +221,11 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     assert outputs["provenance"]["scores"][TASK]["score"] == 1.0
     check_report_in_chromium(Path(outputs["report"]), run_dir, proj.parent)
     assert outputs["provenance"]["manifest"]["requested_task_ids"] == [TASK]
+    # every worker was a real Copilot CLI session at the pin; the report shows each one's turns and tool calls
+    assert sorted(outputs["provenance"]["result"]["copilot_versions"].values()) == [contract.OFFLINE_ACP_COPILOT_VERSION] * 2
+    sessions = json.loads((run_dir / TASK / "receipts" / "shutdown.json").read_text())["result"]["sessions"]
+    assert len(sessions) == 2 and all(s["turns"] >= 1 and s["tool_calls"] >= 5 for s in sessions.values()), sessions
+    assert Path(outputs["report"]).read_text().count('data-field="turns"') == 2
     assert env["LLM_UPSTREAM_TOKEN"] not in json.dumps(outputs)
     stats = subprocess.run(["docker", "exec", f"omcgitea-{profile}-model", "curl", "-s", "http://127.0.0.1:8080/stats"],
                            capture_output=True, text=True).stdout

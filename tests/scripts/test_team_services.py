@@ -30,6 +30,7 @@ import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -529,6 +530,8 @@ def test_demo_profile_names_the_images_the_demo_builds():
     assert config["agensh:gitea_image"] == service_images.GITEA_IMAGE
     assert config["agensh:mysql_image"] == service_images.MARIADB_IMAGE
     assert config["agensh:mattermost_image"] == demo_images.MATTERMOST
+    baseline = yaml.safe_load((ROOT / "stacks" / "demo-baseline.profile.yaml").read_text())["config"]
+    assert config["agensh:copilot_version"] == baseline["agensh:copilot_version"] == COPILOT  # the CLI demo_images imports
 
 
 def test_mariadb_validates_its_first_start(images, tmp_path: Path):
@@ -797,6 +800,31 @@ def test_sessions_continue_after_each_turn_and_the_watchdog_recovers_a_hung_requ
     stats = http("GET", f"{stack.url('model')}/stats")[1]
     assert [f["fault"] for f in stats["faults"]] == ["hang"]
     assert set(stats["efforts"]) == {"high"} and stats["rejected"] == 0  # only the proxy's injected credential
+
+
+def test_a_model_error_and_a_cut_stream_are_recovered(stack: Team, merged):
+    """The model answers agent 2 once with HTTP 503 and once with a stream cut midway: its session goes on (the CLI
+    retries; a prompt that still fails is sent again by the driver), without the watchdog."""
+    name = merged["workers"][2]
+    auth = {"Authorization": f"Bearer {stack.secrets['llm_upstream_token']}"}
+    assert http("POST", f"{stack.url('model')}/faults", {"faults": ["error@2", "cut@2"]}, auth)[0] == 200
+    end = time.monotonic() + 120
+    while True:
+        stats = http("GET", f"{stack.url('model')}/stats")[1]
+        faulted = [f for f in stats["faults"] if f["agent"] == f"{TASK}-2"]
+        if len(faulted) == 2:
+            after = max(f["at"] for f in faulted)
+            ended = [e for e in events(name) if e["kind"] == "turn_end" and activity_epoch(e) > after]
+            if len(ended) >= 2:
+                break
+        assert time.monotonic() < end, logs(name)
+        time.sleep(2)
+    assert [f["fault"] for f in faulted] == ["error", "cut"]
+    assert not any(e["kind"] == "watchdog" for e in events(name))
+
+
+def activity_epoch(event: dict) -> float:
+    return datetime.fromisoformat(str(event["at"]).replace("Z", "+00:00")).timestamp()
 
 
 def test_no_model_credential_reaches_a_worker_and_archives_restore_the_session(stack: Team, merged, tmp_path: Path):
