@@ -157,6 +157,10 @@ CONNECTIONS_PER_ROUTER = 4
 MYSQL_DEFAULT_MAX_CONNECTIONS = 151  # MySQL's own default when no --max-connections is given
 MM_DEFAULT_MAX_USERS = 200  # Mattermost's default MM_TEAMSETTINGS_MAXUSERSPERTEAM
 ADDRESS_RESERVE = 3  # network address, gateway, broadcast
+# What one worker with the real Copilot CLI (OFFLINE_ACP_COPILOT_VERSION) used, measured with `scripts.bench --agents`
+# (README "Performance"): its container working under the scripted model. The ceilings above are limits; this is the
+# floor a plan can count on.
+MEASURED_AGENT_MB = 220
 
 
 def mysql_connections_needed(routers: int, platform: int) -> int:

@@ -58,9 +58,13 @@ def report(p: Profile, made: placement.Plan, containers: bool) -> str:
     s = p.swarm
     assert s is not None
     pair = placement.pair_load(p, s)
+    agents_gib = p.workers * contract.MEASURED_AGENT_MB / contract.GIB_MB
     lines = [f"profile {p.profile}: {p.workers} workers x {len(p.tasks)} task(s); a pair (worker {p.worker_memory_gib} GiB "
              f"+ router {p.router_memory_gib} GiB ceilings) counts {pair.memory_mb} MB and {pair.cpus:g} CPUs; "
              f"slice {p.slice_memory_percent}%, overcommit x{s.memory_overcommit:g}",
+             f"a real agent measured {contract.MEASURED_AGENT_MB} MB working "
+             f"(Copilot CLI {contract.OFFLINE_ACP_COPILOT_VERSION}): {agents_gib:.1f} GiB of agents per task before "
+             "the model's own work; the ceilings bound what it may grow to",
              f"hosts needed: {hosts_line(p)}",
              "", f"{'node':<10} {'role':<8} {'memory':>9} {'cpus':>6} {'limit':>6} {'pairs':>6}  platform  workers"]
     for n in made.nodes:
