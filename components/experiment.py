@@ -211,7 +211,8 @@ class Experiment(pulumi.ComponentResource):
         kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", si.KickoffInputs(
             **chat, prompt=str(self.checkout / "prompts" / "kickoff.md"), budget_s=p.task_budget.budget_s,
             kickoff_s=p.task_budget.kickoff_s, workers=dict(zip(archives, self._archives(task))),
-            copilot_version=p.copilot_version, services=swarm), self.opts(wake), secrets=mattermost, env=self.docker_env)
+            copilot_version=p.copilot_version, services=swarm), self.opts(wake), secrets=mattermost,
+            env=self.docker_env)
         export = Step(f"{name}-{slug}-export", "export", si.GiteaInputs(**base, **self._gitea(task)), self.opts(kickoff),
                       secrets=gitea_password)
         reminders = Step(f"{name}-{slug}-reminders", "reminders", si.RemindersInputs(**chat, minutes=p.reminder_minutes),

@@ -117,7 +117,8 @@ class Bench:
             env = {"AGENT_ID": f"{TASK}-{k}", "TASK_ID": TASK, "BASELINE": "1" if baseline else "0",
                    "MATTERMOST_URL": nothing, "TOKEN_SERVICE_URL": nothing,
                    contract.PROXY_CREDENTIAL_ENV: self.proxy_token, "ACP_SILENCE_MS": "600000", "WORKERS": str(n),
-                   "COPILOT_PROVIDER_BASE_URL": f"http://{self.ip(3)}:8080/v1", "COPILOT_PROVIDER_WIRE_API": "responses",
+                   "COPILOT_PROVIDER_BASE_URL": f"http://{self.ip(3)}:8080/v1",
+                   "COPILOT_PROVIDER_WIRE_API": "responses",
                    "COPILOT_MODEL": contract.PINNED_MODEL, "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "272000",
                    "PBENCH_DEADLINE_SECONDS": "3600"}
             docker("create", "--name", name, "--label", LABEL, "--label", "agensh.bench.role=worker",
@@ -180,8 +181,9 @@ def measure(n: int, seconds: int, image: str, version: str) -> dict[str, float |
             turns = sum(activity.session(activity.lines(c)).turns for c in busy)
         finally:
             b.close()
-    return {"workers": n, "sessions_up": len(started), "startup_median_s": statistics.median(started) if started else -1,
-            "startup_max_s": max(started, default=-1), "idle_mb": statistics.median(idle_mb) if idle_mb else -1,
+    return {"workers": n, "sessions_up": len(started),
+            "startup_median_s": statistics.median(started) if started else -1, "startup_max_s": max(started, default=-1),
+            "idle_mb": statistics.median(idle_mb) if idle_mb else -1,
             "working_mb": statistics.median(samples) if samples else -1, "working_peak_mb": peak.get("worker", -1),
             "total_peak_mb": peak.get("total", -1), "turns": turns, "seconds": seconds}
 
@@ -194,14 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     image = worker_image(a.copilot_version)
     print(f"real Copilot CLI {a.copilot_version}, scripted model; memory from `docker stats` (MiB per worker)")
-    print("| workers | sessions up | start-up median / max | idle | working median / peak | all workers' peak | turns |")
+    print("| workers | sessions up | start-up median / max | idle | working median / peak | all workers' peak "
+          "| turns |")
     print("|---|---|---|---|---|---|---|")
     try:
         for n in a.agents:
             r = measure(n, a.seconds, image, a.copilot_version)
             print(f"| {r['workers']} | {r['sessions_up']} | {r['startup_median_s']:.1f} / {r['startup_max_s']:.1f} s | "
-                  f"{r['idle_mb']:.0f} | {r['working_mb']:.0f} / {r['working_peak_mb']:.0f} | {r['total_peak_mb']:.0f} | "
-                  f"{r['turns']} in {r['seconds']} s |", flush=True)
+                  f"{r['idle_mb']:.0f} | {r['working_mb']:.0f} / {r['working_peak_mb']:.0f} | "
+                  f"{r['total_peak_mb']:.0f} | {r['turns']} in {r['seconds']} s |", flush=True)
     finally:
         docker("rmi", "-f", image, f"agensh-bench-agent-base:{RUN}", check=False)
     return 0

@@ -108,7 +108,8 @@ def image(version: str, labels: dict[str, str] | None = None) -> str:
     if subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0:
         return name
     root = install(version).parent
-    changes = [f"LABEL agensh.copilot.version={version}"] + [f"LABEL {k}={v}" for k, v in sorted((labels or {}).items())]
+    labels = {"agensh.copilot.version": version, **(labels or {})}
+    changes = [f"LABEL {k}={v}" for k, v in sorted(labels.items())]
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "copilot.tar"
         with tarfile.open(archive, "w") as tar:

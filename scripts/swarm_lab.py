@@ -248,14 +248,16 @@ def load(lab: Lab, images: list[str]) -> dict[str, str]:
 def demo_images(standin_tag: str = "demo") -> list[str]:
     """What a demo-profile stack on the lab expects on the manager as pulled (scripts/demo_images.py builds them here):
     the stand-in base of the checkout's images and the Mattermost stand-in (by `standin_tag`), the real MariaDB and
-    Gitea images, the task's cleanroom."""
+    Gitea images, the Copilot CLI the agent base image copies, the task's cleanroom."""
+    from scripts.copilot_cli import image_name
     from scripts.demo_images import standin_images
     from scripts.sandbox import profile_config
     from scripts.service_images import GITEA_IMAGE, MARIADB_IMAGE
 
     cfg = profile_config("demo.profile.yaml")
     cleanroom = [contract.cleanroom_image(t, cfg["agensh:cleanroom_org"]) for t in cfg["agensh:tasks"]]
-    return [*standin_images(standin_tag), MARIADB_IMAGE, GITEA_IMAGE, *cleanroom]
+    copilot = image_name(str(cfg["agensh:copilot_version"]))
+    return [*standin_images(standin_tag), MARIADB_IMAGE, GITEA_IMAGE, copilot, *cleanroom]
 
 
 def _alive(pid: int) -> bool:

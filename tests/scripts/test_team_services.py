@@ -41,13 +41,17 @@ import yaml
 from components import addressing, contract
 from components.contract import ADMIN_USER, SHARED_IMAGES, TEAM_ORG, WORKER_DOCKERFILE
 from components.profile import Profile, parse_profile
+from components.records import Receipt, Wake, WakeResult
 from components.roles import HTTP_PORT, ROLES, spec
-from components.rundir import ProfileDir
+from components.rundir import ProfileDir, RunDir
+from components.step_inputs import NudgesInputs
 from components.topology import placements
-from scripts import activity, calculator, copilot_cli, demo_images, export, preflight, score, seed, service_images
+from scripts import (activity, calculator, copilot_cli, demo_images, export, nudges, preflight, score, seed,
+                     service_images)
 from scripts.chat import post_to_team
 from scripts.gitops import git, with_user
 from scripts.sandbox import free_octet
+from scripts.step import now, write_atomic
 from tests.scripts.conftest import kicked_off
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -773,13 +777,29 @@ def test_the_reference_cannot_be_read_but_runs(merged):
     assert "Permission denied" in out
 
 
-def test_sessions_continue_after_each_turn_and_the_watchdog_recovers_a_hung_request(stack: Team, merged):
+def test_sessions_continue_a_silent_one_is_nudged_and_the_watchdog_recovers_it(stack: Team, merged, tmp_path: Path):
+    """After its first turn the model hangs agent 1's next request: the idle watchdog (the nudges step, here with a
+    14 s idle time) nudges agent 1 and not agent 2, which keeps working; the ACP watchdog cancels the silent request
+    and prompts again, and the nudge reaches agent 1's session as a prompt."""
     end = time.monotonic() + 120
     while not any(e["kind"] == "turn_end" for e in events(merged["workers"][1])):
         assert time.monotonic() < end, logs(merged["workers"][1])
         time.sleep(1)
     auth = {"Authorization": f"Bearer {stack.secrets['llm_upstream_token']}"}
     assert http("POST", f"{stack.url('model')}/faults", {"faults": ["hang@1"]}, auth)[0] == 200  # its next request
+    workers = {merged["workers"][n]: f"{TASK}-{n}" for n in (1, 2)}
+    start = time.time()
+    write_atomic(RunDir(tmp_path).receipt("wake", TASK), Receipt[WakeResult](
+        step="wake", task_id=TASK, inputs_digest="x", started=now(), finished=now(), status="ok",
+        result=WakeResult(ramp_start_epoch=start, events=[], wakes=[
+            Wake(worker=w, due_epoch=start, at_epoch=start, late_s=0) for w in workers])))
+    kicked_off(tmp_path, TASK, start + 45)  # the nudges step watches until then: the hang starts within ~10 s
+    a = NudgesInputs(run_dir=str(tmp_path), task_id=TASK, mattermost_url=stack.url("mattermost"),
+                     mattermost_user=ADMIN_USER, workers=workers, idle_nudge_s=14, idle_check_s=1)
+    password = stack.secrets["mattermost_admin_password"]
+    assert nudges.main({"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": password}) == 0
+    nudged = json.loads(RunDir(tmp_path).receipt("nudges", TASK).read_text())["result"]["nudges"]
+    assert [n["worker"] for n in nudged] == [merged["workers"][1]]
     seen = events(merged["workers"][1])
     kinds = [e["kind"] for e in seen]
     first_end = kinds.index("turn_end")
@@ -797,6 +817,9 @@ def test_sessions_continue_after_each_turn_and_the_watchdog_recovers_a_hung_requ
         assert time.monotonic() < end, logs(merged["workers"][1])
         time.sleep(2)
     assert seen[dog]["silent_s"] >= SILENCE_MS / 1000 and seen[dog + 1]["kind"] == "prompt"
+    while not any(e["kind"] == "prompt" and "no activity from you" in e["text"] for e in events(merged["workers"][1])):
+        assert time.monotonic() < end, logs(merged["workers"][1])  # the nudge, after the recovered turn
+        time.sleep(2)
     stats = http("GET", f"{stack.url('model')}/stats")[1]
     assert [f["fault"] for f in stats["faults"]] == ["hang"]
     assert set(stats["efforts"]) == {"high"} and stats["rejected"] == 0  # only the proxy's injected credential

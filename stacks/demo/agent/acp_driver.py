@@ -51,7 +51,8 @@ UNPACKED_CLI = ".cache/copilot/pkg"  # the CLI's own files, unpacked into the im
 
 
 def now_iso(epoch: float | None = None) -> str:
-    return datetime.fromtimestamp(epoch or time.time(), timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    at = datetime.fromtimestamp(epoch or time.time(), timezone.utc)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Lost(RuntimeError):
@@ -218,8 +219,8 @@ class Driver:
         if what == "tool_call":
             self.status["tool_calls"] += 1
             raw = update.get("rawInput") or {}
-            self.record("tool_call", id=update.get("toolCallId"), title=update.get("title"), tool_kind=update.get("kind"),
-                        command=str(raw.get("command", raw.get("path", "")))[:400])
+            self.record("tool_call", id=update.get("toolCallId"), title=update.get("title"),
+                        tool_kind=update.get("kind"), command=str(raw.get("command", raw.get("path", "")))[:400])
         elif what == "tool_call_update" and update.get("status") in ("completed", "failed"):
             out = update.get("rawOutput") or {}
             self.record("tool_result", id=update.get("toolCallId"), status=update.get("status"),
@@ -231,9 +232,9 @@ class Driver:
         """The CLI asks the client: permissions are granted (the profile runs it with every tool allowed); the client
         offers no file system or terminal of its own."""
         if msg.get("method") == "session/request_permission":
-            options = (msg.get("params") or {}).get("options") or []
-            allow = next((o for o in options if str(o.get("kind", "")).startswith("allow")), None)
-            self.record("permission", granted=bool(allow), title=((msg.get("params") or {}).get("toolCall") or {}).get("title"))
+            params = msg.get("params") or {}
+            allow = next((o for o in params.get("options") or [] if str(o.get("kind", "")).startswith("allow")), None)
+            self.record("permission", granted=bool(allow), title=(params.get("toolCall") or {}).get("title"))
             outcome = {"outcome": "selected", "optionId": allow["optionId"]} if allow else {"outcome": "cancelled"}
             return {"result": {"outcome": outcome}}
         return {"error": {"code": -32601, "message": f"method not found: {msg.get('method')}"}}
@@ -271,7 +272,8 @@ class Driver:
             self.status["prompts"] += 1
             self.record("prompt", why=why, text=text[:400])
             self.message = []
-            q = self.acp.send("session/prompt", {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]})
+            q = self.acp.send("session/prompt", {"sessionId": self.session_id,
+                                                 "prompt": [{"type": "text", "text": text}]})
             reply = self.wait(q)
             if reply is None:  # the watchdog fired: cancelled or restarted, now the same prompt again
                 continue
@@ -396,8 +398,8 @@ def seal(archive: Path, paths: list[Path], t0: float) -> bool:
     part.replace(final)
     digest = hashlib.sha256(final.read_bytes()).hexdigest()
     (archive / "state.sha256").write_text(f"{digest}  state.tar.gz\n")
-    print(f"acp-driver: SIGTERM: sealed {', '.join('/' + m for m in members)} into {final} ({entries} entries, verified, "
-          f"sha256 {digest[:12]}) in {time.monotonic() - t0:.1f} s", flush=True)
+    print(f"acp-driver: SIGTERM: sealed {', '.join('/' + m for m in members)} into {final} ({entries} entries, "
+          f"verified, sha256 {digest[:12]}) in {time.monotonic() - t0:.1f} s", flush=True)
     return True
 
 

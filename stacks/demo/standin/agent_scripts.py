@@ -49,7 +49,8 @@ def call(method, path, body):
 %s
 AGENSH_EOF'''
 
-OPEN_AND_MERGE = GITEA_API % '''status, pr = call("POST", "/pulls", {"head": "agent-1", "base": "main", "title": os.environ["AGENT_ID"] + " solution"})
+OPEN_AND_MERGE = GITEA_API % '''title = os.environ["AGENT_ID"] + " solution"
+status, pr = call("POST", "/pulls", {"head": "agent-1", "base": "main", "title": title})
 assert status == 201, (status, pr)
 for _ in range(60):  # Gitea answers 405 "Please try again later" while it checks mergeability
     status, reply = call("POST", "/pulls/%d/merge" % pr["number"], {"Do": "merge"})

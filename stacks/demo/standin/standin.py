@@ -444,8 +444,9 @@ def role_secret_service() -> None:
 
 # --------------------------------------------------------------------------------------------- egress proxy
 def role_egress_proxy() -> None:
-    """The only holder of the model credential: a caller with the proxy credential is forwarded upstream with the real
-    one, its request's reasoning effort set to the profile's (REASONING_EFFORT), the answer streamed back as it comes."""
+    """The only holder of the model credential: a caller with the proxy credential is forwarded upstream with the
+    real one, its request's reasoning effort set to the profile's (REASONING_EFFORT), the answer streamed back as it
+    comes."""
     upstream = env("LLM_UPSTREAM").rstrip("/")
     upstream_token, proxy_token = env("LLM_UPSTREAM_TOKEN"), env("WORKER_PROXY_TOKEN")
     effort = os.environ.get("REASONING_EFFORT")
@@ -483,7 +484,8 @@ def role_egress_proxy() -> None:
                 resp = urllib.request.urlopen(req, timeout=600)
             except urllib.error.HTTPError as err:
                 log(f"forwarded {method} {path} -> upstream: HTTP {err.code}")
-                return self.send(err.code, err.read(), {"Content-Type": err.headers.get("Content-Type") or "application/json"})
+                ctype = err.headers.get("Content-Type") or "application/json"
+                return self.send(err.code, err.read(), {"Content-Type": ctype})
             except (urllib.error.URLError, OSError) as err:
                 log(f"upstream unreachable: {getattr(err, 'reason', err)}")
                 return self.error(502, "model upstream unreachable")
@@ -618,7 +620,8 @@ def role_model() -> None:
             out = output_item(item, iid)
             if out["type"] == "function_call":
                 args = out["arguments"]
-                self.event("response.output_item.added", output_index=0, item=dict(out, arguments="", status="in_progress"))
+                self.event("response.output_item.added", output_index=0,
+                           item=dict(out, arguments="", status="in_progress"))
                 half = len(args) // 2
                 self.event("response.function_call_arguments.delta", output_index=0, item_id=iid, delta=args[:half])
                 if cut:
@@ -627,7 +630,8 @@ def role_model() -> None:
                 self.event("response.function_call_arguments.done", output_index=0, item_id=iid, arguments=args)
             else:
                 part = out["content"][0]
-                self.event("response.output_item.added", output_index=0, item=dict(out, content=[], status="in_progress"))
+                self.event("response.output_item.added", output_index=0,
+                           item=dict(out, content=[], status="in_progress"))
                 self.event("response.content_part.added", output_index=0, item_id=iid, content_index=0,
                            part=dict(part, text=""))
                 self.event("response.output_text.delta", output_index=0, item_id=iid, content_index=0, delta=item)
