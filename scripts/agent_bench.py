@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from pathlib import Path
 
 from components import addressing, contract
@@ -62,11 +61,6 @@ def worker_image(version: str) -> str:
         subprocess.run(["docker", "build", "-q", "-t", tag, "--label", LABEL, "-f", str(dockerfile), *build_args,
                         str(context)], check=True, capture_output=True, env=env)
     return image
-
-
-def epoch(docker_or_iso: str) -> float:
-    head, _, frac = docker_or_iso.rstrip("Z").partition(".")
-    return datetime.fromisoformat(f"{head}.{frac[:6] or '0'}+00:00").timestamp()
 
 
 def memory() -> dict[str, float]:
@@ -143,7 +137,7 @@ class Bench:
         for c, e in ready.items():
             if e:
                 started = docker("inspect", "-f", "{{.State.StartedAt}}", c).stdout.strip()
-                out.append(epoch(str(e["at"])) - epoch(started))
+                out.append(activity.epoch(str(e["at"])) - activity.epoch(started))
         return out
 
     def remove(self, names: list[str]) -> None:

@@ -74,7 +74,7 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
     archive = verify(Path(a.archive_dir))
     log = subprocess.run(["docker", "logs", a.worker], capture_output=True, text=True)
     rd.activity_log.write_text(log.stdout + log.stderr)
-    session = activity.session(activity.lines(a.worker))
+    session = activity.session(activity.parse(log.stdout))
     git("add", "-A")
     if git("status", "--porcelain"):
         git("commit", "-q", "-m", "final: remaining changes after stop")

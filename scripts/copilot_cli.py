@@ -22,14 +22,13 @@ from scripts import service_images
 
 PACKAGE = "@github/copilot"
 PLATFORM_PACKAGE = "@github/copilot-linux-x64"  # the CLI itself: one executable with its bundled files
+CLI = Path("node_modules") / PLATFORM_PACKAGE / "copilot"  # where npm puts it, below the install folder
+IMAGE_REPOSITORY = "agensh-copilot"
 NO_UPDATE = {"COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false"}
 
 
 class CopilotError(RuntimeError):
     """The pinned CLI cannot be had or is not what it says."""
-
-
-IMAGE_REPOSITORY = "agensh-copilot"
 
 
 def image_name(version: str) -> str:
@@ -47,14 +46,10 @@ def install_dir(version: str) -> Path:
     return service_images.cache_root() / "copilot" / version
 
 
-def binary(version: str) -> Path:
-    return install_dir(version) / "node_modules" / PLATFORM_PACKAGE / "copilot"
-
-
-def reported_version(executable: Path | str, *runner: str) -> str:
+def reported_version(executable: Path) -> str:
     """What the CLI says it is (`copilot --version`), run with auto-update off in a throwaway HOME."""
     with tempfile.TemporaryDirectory() as home:
-        out = subprocess.run([*runner, str(executable), "--version"], capture_output=True, text=True, timeout=60,
+        out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=60,
                              env={"PATH": "/usr/bin:/bin", "HOME": home, **NO_UPDATE})
     found = contract.COPILOT_VERSION_OUT.search(out.stdout)
     if not found:
@@ -63,11 +58,12 @@ def reported_version(executable: Path | str, *runner: str) -> str:
 
 
 def install(version: str) -> Path:
-    """The CLI at `version` in the cache; installed from npm when absent. A version npm does not serve is refused
-    with the versions it does."""
+    """The CLI at `version` in the cache; installed from npm when absent. A version npm does not serve (or whose
+    Linux package it lacks) is refused with npm's answer."""
     if not contract.SEMVER_RE.fullmatch(version):
         raise CopilotError(f"copilot_version {version!r} is not a version such as 1.0.78")
-    exe = binary(version)
+    dest = install_dir(version)
+    exe = dest / CLI
     if exe.exists() and reported_version(exe) == version:
         return exe
     npm = shutil.which("npm")
@@ -78,7 +74,6 @@ def install(version: str) -> Path:
         said = next((line for line in (served.stderr or served.stdout).splitlines() if line.strip()), "no answer")
         raise CopilotError(f"npm does not serve {PACKAGE}@{version} ({said.strip()}); `npm view {PACKAGE} versions` "
                            "lists those it does")
-    dest = install_dir(version)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=dest.parent))
     t0 = time.monotonic()
@@ -87,7 +82,7 @@ def install(version: str) -> Path:
                               f"{PACKAGE}@{version}"], capture_output=True, text=True)
         if out.returncode:
             raise CopilotError(f"npm install {PACKAGE}@{version} failed: {out.stderr.strip()[-400:]}")
-        cli = part / "node_modules" / PLATFORM_PACKAGE / "copilot"
+        cli = part / CLI
         if not cli.exists():
             raise CopilotError(f"npm installed {PACKAGE}@{version} without its CLI: npm does not serve "
                                f"{PLATFORM_PACKAGE}@{version} (choose another version)")
@@ -99,23 +94,21 @@ def install(version: str) -> Path:
     finally:
         shutil.rmtree(part, ignore_errors=True)
     print(f"copilot: installed {PACKAGE}@{version} into {dest} in {time.monotonic() - t0:.0f} s", file=sys.stderr)
-    return binary(version)
+    return exe
 
 
-def image(version: str, labels: dict[str, str] | None = None) -> str:
+def image(version: str) -> str:
     """`agensh-copilot:<version>`: the CLI's files at /opt/copilot, imported (no base image, no registry)."""
     name = image_name(version)
     if subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0:
         return name
     root = install(version).parent
-    labels = {"agensh.copilot.version": version, **(labels or {})}
-    changes = [f"LABEL {k}={v}" for k, v in sorted(labels.items())]
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "copilot.tar"
         with tarfile.open(archive, "w") as tar:
             tar.add(root, arcname="opt/copilot")
-        subprocess.run(["docker", "import", *(a for c in changes for a in ("--change", c)), str(archive), name],
-                       check=True, capture_output=True)
+        subprocess.run(["docker", "import", "--change", f"LABEL agensh.copilot.version={version}", str(archive),
+                        name], check=True, capture_output=True)
     return name
 
 

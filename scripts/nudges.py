@@ -10,37 +10,17 @@ another `idle_nudge_s` without activity. Every nudge is recorded; the step ends 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Mapping
 
 from components.records import Event, KickoffResult, Nudge, NudgesResult, WakeResult, result_of
 from components.rundir import RunDir
 from components.step_inputs import NudgesInputs
+from scripts.activity import last_logged
 from scripts.chat import post_to_team
 from scripts.step import StepFailed, progress, step_main
-
-
-STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ")
-
-
-def last_logged(worker: str, service: bool = False) -> float | None:
-    """When a worker's container (or, on a swarm, its service's task) last wrote to its log: Docker's own timestamp
-    leads each line, never a time the worker wrote. Its start is the caller's to add (the wake, or Docker's)."""
-    cmd = ["docker", "service", "logs", "--raw"] if service else ["docker", "logs"]
-    logs = subprocess.run([*cmd, "--timestamps", "--tail", "1", worker], capture_output=True, text=True)
-    lines = f"{logs.stdout}\n{logs.stderr}".splitlines() if logs.returncode == 0 else []
-    return max((epoch(line.split(" ", 1)[0]) for line in lines if STAMP.match(line)), default=None)
-
-
-def epoch(docker_time: str) -> float:
-    """Docker's RFC 3339 time with nanoseconds -> epoch seconds."""
-    head, _, frac = docker_time.rstrip("Z").partition(".")
-    return datetime.fromisoformat(f"{head}.{frac[:6] or '0'}+00:00").timestamp()
 
 
 def nudges(a: NudgesInputs, password: str) -> NudgesResult:

@@ -34,9 +34,8 @@ from components.records import (KickoffResult, Ramp, Score, Session, WakeResult,
                                 read_record, result_of)
 from components.rundir import ProfileDir, RunDir
 from components.topology import members
-from scripts import activity
 from scripts.new_stack import load_profile
-from scripts.nudges import epoch, last_logged
+from scripts.activity import Follower, epoch, last_logged
 from scripts.step import iso
 
 class Worker(BaseModel):
@@ -196,7 +195,9 @@ def repo(p: Profile, task: str) -> Repo:
                 merged_pull_requests=int(git("rev-list", "--count", "--merges", "main") or 0), head=head[:12])
 
 
-def snapshot(stack: str, p: Profile) -> StatusView:
+def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusView:
+    """`follow` carries the workers' session logs from one refresh to the next (read on, never again whole)."""
+    follow = follow or Follower()
     rd = RunDir.of(p)
     now = time.time()
     cannot: list[str] = []
@@ -215,12 +216,12 @@ def snapshot(stack: str, p: Profile) -> StatusView:
         workers = []
         for c in members(p, task, "worker"):
             d = (docker or {}).get(c.name)
-            live = bool(d and d["state"] == "running" and not swarm)
-            active = max(filter(None, (last_logged(c.name), d["started"])), default=None) if live and d else None
+            active = max(filter(None, (last_logged(c.name), d["started"])), default=None) \
+                if d and d["state"] == "running" and not swarm else None
             workers.append(Worker(name=c.name, state=d["state"] if d else ("absent" if docker is not None else "unknown"),
                                   health=d and d["health"], memory_mb=d and d["memory_mb"],
                                   ceiling_mb=d and d["ceiling_mb"], last_activity=iso(active) if active else None,
-                                  session=activity.session(activity.lines(c.name)) if d and not swarm else None))
+                                  session=follow.session(c.name) if d and not swarm else None))
         score = result_of(rd, "score", task, Score)
         tasks.append(TaskView(task_id=task, phase=name, detail=detail,
                               time_to_deadline_s=round(deadline - now) if deadline and name == "working" else None,
@@ -269,10 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         Console().print(render(snapshot(args.stack, p)))
         return 0
     try:
-        with Live(render(snapshot(args.stack, p)), refresh_per_second=1) as live:
+        follow = Follower()
+        with Live(render(snapshot(args.stack, p, follow)), refresh_per_second=1) as live:
             while True:
                 time.sleep(args.every)
-                live.update(render(snapshot(args.stack, p)))
+                live.update(render(snapshot(args.stack, p, follow)))
     except KeyboardInterrupt:
         return 0
 

@@ -264,10 +264,11 @@ class Driver:
             self.record("session_lost", reason=str(err))
             self.start_cli()
 
-    def prompt(self, text: str, why: str) -> str:
-        """One turn; a silent CLI is cancelled (or restarted) and the prompt sent again. Returns the stop reason."""
+    def prompt(self, text: str, why: str) -> None:
+        """One turn; a silent CLI is cancelled (or restarted) and the prompt sent again, an error retried. (SIGTERM
+        ends the process from its handler, wherever this is.)"""
         backoff = 5.0
-        while not self.stopping:
+        while True:
             assert self.acp is not None
             self.status["prompts"] += 1
             self.record("prompt", why=why, text=text[:400])
@@ -291,8 +292,7 @@ class Driver:
             self.record("message", text="".join(self.message)[-800:])
             self.record("turn_end", stop_reason=result.get("stopReason"), usage=result.get("usage"))
             self.save_status(state="working")
-            return str(result.get("stopReason"))
-        return "stopping"
+            return
 
     def wait(self, q: queue.Queue) -> dict | None:
         assert self.acp is not None
@@ -302,9 +302,7 @@ class Driver:
             except queue.Empty:
                 pass
             silent = time.monotonic() - self.acp.last_heard
-            if self.stopping or silent < self.silence_s:
-                if self.stopping:
-                    return {"result": {"stopReason": "cancelled"}}
+            if silent < self.silence_s:
                 continue
             self.status["watchdog_recoveries"] += 1
             self.record("watchdog", silent_s=round(silent), action="session/cancel")
@@ -312,7 +310,7 @@ class Driver:
             try:
                 q.get(timeout=CANCEL_GRACE_S)
             except queue.Empty:
-                self.record("watchdog", silent_s=round(time.monotonic() - self.acp.last_heard), action="restart")
+                self.record("cli_restart", silent_s=round(time.monotonic() - self.acp.last_heard))
                 self.restart_cli()
             self.save_status(state="recovered")
             return None
@@ -356,7 +354,7 @@ class Driver:
             threading.Thread(target=self.watch_chat, daemon=True).start()
         why, text = self.inbox.get()  # team: the kickoff post
         self.prompt(who + text, why)
-        while not self.stopping:
+        while True:
             try:
                 why, text = self.inbox.get(timeout=0 if self.baseline else 1)
             except queue.Empty:

@@ -176,14 +176,20 @@ FINAL = {"kickoff": "My part of the task is done and merged or pushed.", "nudge"
          "reminder": "Noted the deadline.", "continue": "Nothing new; waiting for my peers.", "other": "Noted."}
 
 
+def text(item: dict) -> str:
+    """A message item's text (its content parts, or a plain string)."""
+    content = item.get("content")
+    if isinstance(content, list):
+        return " ".join(c.get("text", "") for c in content if isinstance(c, dict))
+    return str(content or "")
+
+
 def next_item(body: dict, idle_s: int) -> tuple[str, Step | str]:
     """From a Responses request's `input`: (agent id, the next tool call, or the turn's final message)."""
     items = [i for i in body.get("input") or [] if isinstance(i, dict)]
     users = [k for k, i in enumerate(items) if i.get("role") == "user"]
-    text = lambda i: " ".join(c.get("text", "") for c in i.get("content") or [] if isinstance(c, dict)) \
-        if isinstance(i.get("content"), list) else str(i.get("content", ""))  # noqa: E731
-    agent_match = next((m for i in items if i.get("role") == "user" for m in [AGENT_RE.search(text(i))] if m), None)
-    agent, n = (agent_match.group(1), int(agent_match.group(2))) if agent_match else ("unknown", 0)
+    found = next(filter(None, (AGENT_RE.search(text(items[k])) for k in users)), None)
+    agent, n = (found.group(1), int(found.group(2))) if found else ("unknown", 0)
     last = users[-1] if users else -1
     prompt = text(items[last]).split("</current_datetime>")[-1].strip() if users else ""
     # the first prompt of a session starts with who the agent is, then the kickoff
