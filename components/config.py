@@ -7,8 +7,8 @@ from pathlib import Path
 import pulumi
 from pulumi.runtime.config import get_config_env
 
-from . import contract
-from .profile import NAMESPACE, Profile, from_config_strings, parse_profile
+from model import contract
+from model.profile import NAMESPACE, Profile, from_config_strings, parse_profile
 
 
 def load(project_dir: Path) -> tuple[Profile, dict[str, pulumi.Output[str]]]:

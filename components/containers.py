@@ -12,9 +12,9 @@ from pulumi_docker import _utilities as docker_sdk
 
 from .images import Images
 from .networks import Networks, docker_labels
-from .profile import Profile
-from .roles import ROLES, ServiceSpec, spec
-from .topology import Placement
+from model.profile import Profile
+from model.roles import ROLES, ServiceSpec, spec
+from model.topology import Placement
 
 SLICE = "pbench.slice"
 HEALTH = {"interval": "5s", "timeout": "3s", "retries": 30, "start_period": "5s"}

@@ -18,20 +18,21 @@ from typing import Any
 
 import pulumi
 
-from . import contract, records
-from . import step_inputs as si
+from model import contract, records
+from model import step_inputs as si
 from .containers import declarer
 from .host_units import HostUnits
 from .images import Images
 from .networks import Networks
 from .platform import Platform
-from .profile import Profile
-from .roles import operator_url
-from .rundir import PRESERVE_RUN, CopyDir, ProfileDir, RunDir
+from model.profile import Profile
+from model.roles import operator_url
+from model import steps
+from model.rundir import CopyDir, ProfileDir, RunDir
 from .steps import Step
 from .swarm import Swarm
 from .team import Team
-from .topology import members, network_names, networks, placements
+from model.topology import members, network_names, networks, placements
 
 
 def checkout_revision(path: Path) -> str | None:
@@ -52,8 +53,7 @@ class Experiment(pulumi.ComponentResource):
 
         self.data_inputs = si.ProfileDataInputs(profile_dir=str(ProfileDir.of(p).path), profile=p.profile,
                                                 traj_root=p.traj_root)
-        data = Step(f"{name}-profile-data", "profile_data", self.data_inputs, self.opts(), args="create",
-                    delete=f"{Step.python()} -m scripts.profile_data delete")
+        data = Step(name, steps.PROFILE_DATA, self.data_inputs, self.opts())
         # the engine: this host's Docker, or a swarm through its manager (components/swarm.py)
         self.swarm = Swarm(f"{name}-swarm", p, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
         self.host_units = None
@@ -112,7 +112,7 @@ class Experiment(pulumi.ComponentResource):
         """Preflight, manifest, platform and per-task steps in the order of the module docstring; returns the
         provenance record."""
         name, p, secrets = self.name, self.p, self.secrets
-        preflight = Step(f"{name}-preflight-host", "preflight", si.PreflightHostInputs(
+        preflight = Step(name, steps.PREFLIGHT_HOST, si.PreflightHostInputs(
             run_dir=self.run_dir, profile=p.profile, host_units=p.host_units,
             images=sorted(self.images.by_name), worker_images=[p.worker_image(t) for t in p.tasks],
             copilot_version=p.copilot_version,
@@ -120,7 +120,7 @@ class Experiment(pulumi.ComponentResource):
             checkout_revision=self.revision,
             subnets=[str(n) for n in networks(p).values()],
             networks=sorted(network_names(p).values()), ports=sorted(p.ports.values()), limits=p.limits,
-        ), self.opts(data, self.networks, self.images, *self.units), args="host", once_per_run=p.run_id,
+        ), self.opts(data, self.networks, self.images, *self.units), once_per_run=p.run_id,
             late={"host_units_receipt": self.host_units.receipt} if self.host_units else None, env=self.docker_env)
         manifest_inputs = si.ManifestInputs(
             run_dir=self.run_dir, project_dir=str(self.project_dir), checkout=str(self.checkout),
@@ -128,15 +128,15 @@ class Experiment(pulumi.ComponentResource):
             start_at=p.start_at)
         images = self.images.ids if self.swarm is None else pulumi.Output.all(self.images.ids, self.swarm.digests).apply(
             lambda both: {**both[0], **both[1]})  # on a swarm, the registry digest each node ran, not the manager's id
-        manifest = Step(f"{name}-manifest-start", "manifest", manifest_inputs, self.opts(preflight), args="start",
+        manifest = Step(name, steps.MANIFEST_START, manifest_inputs, self.opts(preflight),
                         once_per_run=p.run_id, late={"images": images})
         self.platform = Platform(
             f"{name}-platform", p, self.declare,
             [manifest, *self.units], self.opts(),
-            gate=lambda model_path: Step(f"{name}-preflight-model", "preflight", si.PreflightModelInputs(
+            gate=lambda model_path: Step(name, steps.PREFLIGHT_MODEL, si.PreflightModelInputs(
                 run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort,
                 proxy_url=operator_url(p, "egress-proxy"),
-            ), self.opts(*model_path), args="model", secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
+            ), self.opts(*model_path), secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
                 once_per_run=p.run_id))
         model_check = self.platform.gate
 
@@ -150,28 +150,26 @@ class Experiment(pulumi.ComponentResource):
             previous_shutdown = shutdown
             last: Step = shutdown
             if not p.skip_eval:
-                evaluate = Step(f"{name}-{slug}-evaluate", "evaluate", si.EvaluateInputs(
+                evaluate = Step(f"{name}-{slug}", steps.EVALUATE, si.EvaluateInputs(
                     run_dir=self.run_dir, task_id=task, docker_cpus=p.eval_docker_cpus,
                     pytest_addopts=p.eval_pytest_addopts, memory_gib=p.eval_memory_gib, docker_org=p.cleanroom_org,
                     blob_dir=p.eval_blob_dir, profile=p.profile, attempt=p.eval_attempt), self.opts(shutdown),
                     triggers=[p.eval_attempt], env=self.docker_env)
-                last = Step(f"{name}-{slug}-score", "score", si.ScoreInputs(
+                last = Step(f"{name}-{slug}", steps.SCORE, si.ScoreInputs(
                     run_dir=self.run_dir, task_id=task, attempt=p.eval_attempt), self.opts(evaluate),
                     triggers=[p.eval_attempt])
                 scores.append(last)
-            copies.append(Step(f"{name}-{slug}-preserve", "preserve", si.PreserveInputs(
+            copies.append(Step(f"{name}-{slug}", steps.PRESERVE_TASK, si.PreserveInputs(
                 run_dir=self.run_dir, task_id=task, copy_dir=self.copy_dir, archive_dirs=self._archives(task)),
-                self.opts(last), args="task", triggers=[p.eval_attempt]))
-        finish = Step(f"{name}-manifest-finish", "manifest", manifest_inputs, self.opts(*copies), args="finish",
+                self.opts(last), triggers=[p.eval_attempt]))
+        finish = Step(name, steps.MANIFEST_FINISH, manifest_inputs, self.opts(*copies), triggers=[p.eval_attempt])
+        report = Step(name, steps.REPORT, si.Inputs(run_dir=self.run_dir), self.opts(finish),
                       triggers=[p.eval_attempt])
-        report = Step(f"{name}-report", "report", si.Inputs(run_dir=self.run_dir), self.opts(finish), args="step",
-                      triggers=[p.eval_attempt], receipt="report")
         # The run's last step, so the first a destroy deletes: its delete refuses while results would be lost.
-        Step(f"{name}-{PRESERVE_RUN}", "preserve", si.PreserveInputs(
+        Step(name, steps.PRESERVE_RUN, si.PreserveInputs(
             run_dir=self.run_dir, task_id=None, copy_dir=self.copy_dir,
             archive_dirs={a: d for t in p.tasks for a, d in self._archives(t).items()}, guard=self.data_inputs),
-            self.opts(report), args="run", triggers=[p.eval_attempt], receipt=PRESERVE_RUN,
-            delete=f"{Step.python()} -m scripts.preserve guard")
+            self.opts(report), triggers=[p.eval_attempt])
 
         # the gate runs after `up` (scripts/gate.py); the next `up` shows its verdict here
         return pulumi.Output.all(manifest.receipt, finish.receipt, *[s.receipt for s in scores]).apply(
@@ -199,28 +197,28 @@ class Experiment(pulumi.ComponentResource):
         mattermost = {"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]}
         base = {"run_dir": self.run_dir, "task_id": task}
         chat = {**base, "mattermost_url": operator_url(p, "mattermost"), "mattermost_user": contract.ADMIN_USER}
-        seed = Step(f"{name}-{slug}-seed", "seed", si.SeedInputs(
+        seed = Step(f"{name}-{slug}", steps.SEED, si.SeedInputs(
             **base, **self._gitea(task), cleanroom_image=p.cleanroom_image(task), archive_dirs=list(archives.values())),
             self.opts(*after), secrets=gitea_password, env=self.docker_env)
         team = Team(f"{name}-{slug}", p, task, self.declare, [seed], self.opts())
         self.teams.append(team)
         swarm = self.swarm is not None
-        wake = Step(f"{name}-{slug}-wake", "wake", si.WakeInputs(
+        wake = Step(f"{name}-{slug}", steps.WAKE, si.WakeInputs(
             **base, workers=dict(zip(archives, p.task_budget.worker_offsets)), services=swarm), self.opts(team),
             env=self.docker_env)
-        kickoff = Step(f"{name}-{slug}-kickoff", "kickoff", si.KickoffInputs(
+        kickoff = Step(f"{name}-{slug}", steps.KICKOFF, si.KickoffInputs(
             **chat, prompt=str(self.checkout / "prompts" / "kickoff.md"), budget_s=p.task_budget.budget_s,
             kickoff_s=p.task_budget.kickoff_s, workers=dict(zip(archives, self._archives(task))),
             copilot_version=p.copilot_version, services=swarm), self.opts(wake), secrets=mattermost,
             env=self.docker_env)
-        export = Step(f"{name}-{slug}-export", "export", si.GiteaInputs(**base, **self._gitea(task)), self.opts(kickoff),
+        export = Step(f"{name}-{slug}", steps.EXPORT, si.GiteaInputs(**base, **self._gitea(task)), self.opts(kickoff),
                       secrets=gitea_password)
-        reminders = Step(f"{name}-{slug}-reminders", "reminders", si.RemindersInputs(**chat, minutes=p.reminder_minutes),
+        reminders = Step(f"{name}-{slug}", steps.REMINDERS, si.RemindersInputs(**chat, minutes=p.reminder_minutes),
                          self.opts(kickoff), secrets=mattermost)
-        nudges = Step(f"{name}-{slug}-nudges", "nudges", si.NudgesInputs(
+        nudges = Step(f"{name}-{slug}", steps.NUDGES, si.NudgesInputs(
             **chat, workers=dict(zip(archives, self._archives(task))), idle_nudge_s=p.idle_nudge_s,
             idle_check_s=p.idle_check_s, services=swarm), self.opts(kickoff), secrets=mattermost, env=self.docker_env)
-        return Step(f"{name}-{slug}-shutdown", "shutdown", si.ShutdownInputs(
+        return Step(f"{name}-{slug}", steps.SHUTDOWN, si.ShutdownInputs(
             **base, grace_s=p.export_grace_s, workers=archives, routers=[c.name for c in members(p, task, "router")],
             services=swarm), self.opts(export, reminders, nudges), env=self.docker_env,
             late={"collect": self.swarm.archives(task)} if self.swarm else None)
@@ -235,16 +233,16 @@ class Experiment(pulumi.ComponentResource):
         archive = str(pd.archive_dir(contract.agent_id(task, 1), p.run_id))
         base = {"run_dir": self.run_dir, "task_id": task, "workspace": str(pd.workspace),
                 "worker_image": p.worker_image(task)}
-        seed = Step(f"{name}-{slug}-baseline-seed", "baseline", si.BaselineSeedInputs(
+        seed = Step(f"{name}-{slug}", steps.BASELINE_SEED, si.BaselineSeedInputs(
             **base, cleanroom_image=p.cleanroom_image(task), budget_s=p.task_budget.budget_s, archive_dirs=[archive],
             provenance={"profile": p.model_dump(mode="json"), "profile_digest": p.digest(),
                         "worker_image": p.worker_image(task), "cleanroom_image": p.cleanroom_image(task)},
-        ), self.opts(*after), args="seed")
+        ), self.opts(*after))
         team = Team(f"{name}-{slug}", p, task, self.declare, [seed], self.opts())
         self.teams.append(team)
-        return Step(f"{name}-{slug}-baseline-stop", "baseline", si.BaselineStopInputs(
+        return Step(f"{name}-{slug}", steps.BASELINE_STOP, si.BaselineStopInputs(
             **base, worker=worker.name, sidecar=sidecar.name, archive_dir=archive, grace_s=p.export_grace_s),
-            self.opts(team), args="stop", receipt="shutdown")
+            self.opts(team))
 
 
 def pair(p: Profile, record: pulumi.Input[dict[str, Any]]) -> pulumi.Output[dict[str, Any]]:

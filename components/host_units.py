@@ -13,7 +13,7 @@ from pathlib import Path
 import pulumi
 from pulumi_command import local, remote
 
-from .profile import Profile
+from model.profile import Profile
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 REMOTE_GUARD_EXEC = "/usr/local/libexec/agensh/pbench_reboot_guard.sh"

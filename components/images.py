@@ -9,9 +9,9 @@ from pathlib import Path
 import pulumi
 import pulumi_docker as docker
 
-from . import contract
-from .contract import SHARED_IMAGES, WORKER_DOCKERFILE
-from .profile import Profile
+from model import contract
+from model.contract import SHARED_IMAGES, WORKER_DOCKERFILE
+from model.profile import Profile
 
 THIRD_PARTY = ("mysql", "gitea", "mattermost")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_docker as docker
 
-from .profile import Profile
-from .topology import network_names, networks
+from model.profile import Profile
+from model.topology import network_names, networks
 
 
 def docker_labels(labels: dict[str, str]) -> list[dict[str, str]]:

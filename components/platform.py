@@ -10,9 +10,9 @@ from typing import Callable
 import pulumi
 
 from .containers import Declare
-from .profile import Profile
-from .roles import ROLES
-from .topology import Placement, placements
+from model.profile import Profile
+from model.roles import ROLES
+from model.topology import Placement, placements
 
 
 class Platform(pulumi.ComponentResource):

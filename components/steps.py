@@ -24,7 +24,8 @@ import pulumi
 from pulumi_command import local
 from pydantic import BaseModel
 
-from .records import Receipt, receipt_from_stdout
+from model.records import Receipt
+from model.steps import StepDef, known, receipt_from_stdout
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -32,16 +33,17 @@ PROJECT = Path(__file__).resolve().parent.parent
 class Step(local.Command):
     """`python -m scripts.<program> [args]` with AGENSH_INPUT (JSON, no secrets) and secrets as their own env."""
 
-    def __init__(self, name: str, program: str, inputs: BaseModel, opts: pulumi.ResourceOptions, args: str = "",
+    def __init__(self, prefix: str, step: StepDef, inputs: BaseModel, opts: pulumi.ResourceOptions,
                  secrets: Mapping[str, pulumi.Input[str]] | None = None, triggers: list[Any] | None = None,
-                 delete: str | None = None, once_per_run: str | None = None,
-                 late: Mapping[str, pulumi.Input[Any]] | None = None, receipt: str | None = None,
+                 once_per_run: str | None = None, late: Mapping[str, pulumi.Input[Any]] | None = None,
                  env: Mapping[str, str] | None = None):
-        """`late`: input fields known only once other resources exist (image ids, the host units' receipt).
+        """The resource `<prefix>-<step's resource name>` runs the step of model/steps.py.
+        `late`: input fields known only once other resources exist (image ids, the host units' receipt).
         `once_per_run=<run id>`: a gate of the launch runs once per run id; later profile edits do not re-run it.
-        `receipt`: the name of the receipt the program writes (default `<program>-<args>`, or `<program>`).
         `env`: plain variables of the program (DOCKER_HOST: the swarm manager's Docker API)."""
-        self.receipt_name = receipt or (f"{program}-{args}" if args else program)
+        self.step = known(step)
+        if not isinstance(inputs, step.inputs):
+            raise TypeError(f"{step.name}: inputs are {type(inputs).__name__}, the table says {step.inputs.__name__}")
         if once_per_run is not None:
             triggers = [*(triggers or []), once_per_run]
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["environment"]))
@@ -49,9 +51,9 @@ class Step(local.Command):
             pulumi.Output.all(**late).apply(lambda v: inputs.model_copy(update=v).model_dump_json())
             if late else inputs.model_dump_json())
         super().__init__(
-            name,
-            create=f"{self.python()} -m scripts.{program} {args}".strip(),
-            delete=delete,
+            f"{prefix}-{step.suffix}",
+            create=f"{self.python()} -m {step.module} {step.args}".strip(),
+            delete=f"{self.python()} -m {step.module} {step.delete}" if step.delete else None,
             dir=str(PROJECT),
             environment={"AGENSH_INPUT": payload, "PYTHONUNBUFFERED": "1", **(env or {}), **(secrets or {})},
             logging=local.Logging.STDERR,
@@ -62,7 +64,7 @@ class Step(local.Command):
     @property
     def receipt(self) -> pulumi.Output[Receipt[Any] | None]:
         """The receipt the step printed (None in preview)."""
-        return self.stdout.apply(lambda s: receipt_from_stdout(self.receipt_name, s))
+        return self.stdout.apply(lambda s: receipt_from_stdout(self.step, s))
 
     @staticmethod
     def python() -> str:

@@ -26,17 +26,17 @@ from pathlib import Path
 import pulumi
 import pulumi_docker as docker
 
-from . import contract, placement
-from . import step_inputs as si
+from model import contract, placement, steps
+from model import step_inputs as si
 from .containers import HEALTH, Container, after_image, env_list, secret_entries, secret_value
 from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels, docker_networks
-from .profile import Profile
-from .roles import ROLES, SCRIPTS, Mount, ServiceSpec, spec
-from .rundir import ProfileDir
+from model.profile import Profile
+from model.roles import ROLES, SCRIPTS, Mount, ServiceSpec, spec
+from model.rundir import ProfileDir
 from .steps import Step
-from .topology import Placement, members, network_names, placements
+from model.topology import Placement, members, network_names, placements
 
 CONVERGE = {"delay": "2s", "timeout": "5m"}
 MODEL_SECRET_KEY = "llm_upstream_token"
@@ -154,10 +154,10 @@ class Swarm(pulumi.ComponentResource):
 
         helper = self.refs[self.p.worker_image(self.p.tasks[0])]
         published = sorted(registry_name(self.s.registry, image) for image in self.refs)
-        return Step(f"{self.name}-nodes", "swarm_nodes",
+        return Step(self.name, steps.SWARM_NODES,
                     si.SwarmNodesInputs(profile=self.p.profile, nodes=[], published=published),
-                    pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[after])), args="create",
-                    delete=f"{Step.python()} -m scripts.swarm_nodes delete", late={"nodes": helper.apply(node_dirs)})
+                    pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[after])),
+                    late={"nodes": helper.apply(node_dirs)})
 
     def _archive(self, pn: Profile, c: Placement) -> str:
         assert c.task is not None and c.index is not None

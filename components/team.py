@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pulumi
 
-from . import contract
+from model import contract
 from .containers import Declare
-from .profile import Profile
-from .topology import placements
+from model.profile import Profile
+from model.topology import placements
 
 
 class Team(pulumi.ComponentResource):

@@ -27,10 +27,10 @@ from pulumi_policy import (
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the project: its contract
 
-from components import contract, placement  # noqa: E402
-from components.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
-from components.profile import Profile  # noqa: E402
-from components.rundir import ProfileDir  # noqa: E402
+from model import contract, placement  # noqa: E402
+from model.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
+from model.profile import Profile  # noqa: E402
+from model.rundir import ProfileDir  # noqa: E402
 
 
 def profile_default(key: str) -> Any:

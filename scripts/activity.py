@@ -16,7 +16,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from components.records import Session
+from model.records import Session
 
 PREFIX = "activity "
 MAX_LINE = 64 * 1024

@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from components import addressing, contract
+from model import addressing, contract
 from scripts import activity, copilot_cli, demo_images
 from scripts.sandbox import free_octet
 from scripts.status import mib

@@ -22,10 +22,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Mapping
 
-from components import contract
-from components.records import BaselineSeedResult, ShutdownResult, result_of
-from components.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
-from components.step_inputs import BaselineSeedInputs, BaselineStopInputs
+from model import contract
+from model.records import BaselineSeedResult, ShutdownResult
+from model.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
+from model.step_inputs import BaselineSeedInputs, BaselineStopInputs
+from model import steps
 from scripts import activity
 from scripts.gitops import sandbox_git
 from scripts.seed import archive_dirs, workspace_from_image
@@ -64,7 +65,7 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
     rd = RunDir(Path(a.run_dir))
     ws = Path(a.workspace)
     git = partial(sandbox_git, a.worker_image, ws)
-    seeded = result_of(rd, "baseline-seed", a.task_id, BaselineSeedResult)
+    seeded = steps.result_of(rd, steps.BASELINE_SEED, a.task_id, BaselineSeedResult)
     if seeded is None:
         raise StepFailed("no baseline-seed receipt: the baseline never started")
     wait_until(seeded.deadline_epoch, "baseline stop")
@@ -96,12 +97,12 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
     mode = (argv if argv is not None else sys.argv[1:])[0]
-    if mode == "seed":
+    if mode == steps.BASELINE_SEED.args:
         s = load_inputs(BaselineSeedInputs, env)
-        return run_step("baseline-seed", RunDir(Path(s.run_dir)), s.task_id, s, lambda: seed(s), RUN_FAILED)
+        return run_step(steps.BASELINE_SEED, RunDir(Path(s.run_dir)), s.task_id, s, lambda: seed(s), RUN_FAILED)
     # the stop step's receipt is the task's shutdown receipt, which the score step reads for the archives
     t = load_inputs(BaselineStopInputs, env)
-    return run_step("shutdown", RunDir(Path(t.run_dir)), t.task_id, t, lambda: stop(t))
+    return run_step(steps.BASELINE_STOP, RunDir(Path(t.run_dir)), t.task_id, t, lambda: stop(t))
 
 
 if __name__ == "__main__":

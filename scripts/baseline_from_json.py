@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from components import contract  # noqa: E402
+from model import contract  # noqa: E402
 from scripts import new_stack  # noqa: E402
 
 

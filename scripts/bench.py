@@ -44,12 +44,12 @@ from typing import Any, Callable, Iterator
 
 import yaml
 
-from components import contract
-from components.catalog import tasks as catalog
+from model import contract
+from model.catalog import tasks as catalog
 from components.containers import HEALTH, WAIT_TIMEOUT_S
-from components.profile import Profile, parse_profile
-from components.roles import ROLES, ServiceSpec, spec
-from components.topology import Placement, network_names, networks, placements
+from model.profile import Profile, parse_profile
+from model.roles import ROLES, ServiceSpec, spec
+from model.topology import Placement, network_names, networks, placements
 from scripts import demo_images, service_images, swarm_lab
 from scripts.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
 from scripts.status import mib

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from programbench.constants import TASKS_DIR
 
-from components import contract
+from model import contract
 
 TASK = "testorg__calculator.abc1234"
 BASE_IMAGE = "agensh-base:bookworm"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import contract
+from model import contract
 from scripts.http import request
 
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from components import contract
+from model import contract
 from scripts import service_images
 
 PACKAGE = "@github/copilot"

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from components import contract
+from model import contract
 from scripts import calculator, copilot_cli, service_images
 
 ROOT = Path(__file__).resolve().parent.parent

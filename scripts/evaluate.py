@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from components import contract
-from components.records import EvaluateResult
-from components.rundir import RunDir
-from components.step_inputs import EvaluateInputs
+from model import contract
+from model.records import EvaluateResult
+from model.rundir import RunDir
+from model.step_inputs import EvaluateInputs
+from model import steps
 from scripts.step import StepFailed, file_digest, load_inputs, progress, run_step
 
 SHIM = Path(__file__).resolve().parent / "pbench_docker_shim.sh"
@@ -64,7 +65,7 @@ def evaluate(a: EvaluateInputs) -> EvaluateResult:
 def main(env: Mapping[str, str] = os.environ) -> int:
     a = load_inputs(EvaluateInputs, env)
     rd = RunDir(Path(a.run_dir))
-    return run_step("evaluate", rd, a.task_id, a, lambda: evaluate(a),
+    return run_step(steps.EVALUATE, rd, a.task_id, a, lambda: evaluate(a),
                     extra_digest={"submission": file_digest(rd.submission(a.task_id))})
 
 

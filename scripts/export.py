@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit
 
-from components.records import ExportResult, KickoffResult, result_of
-from components.rundir import EXPORT_FAILED, RunDir
-from components.step_inputs import GiteaInputs
+from model.records import ExportResult, KickoffResult
+from model.rundir import EXPORT_FAILED, RunDir
+from model.step_inputs import GiteaInputs
+from model import steps
 from scripts.gitops import git, with_user
 from scripts.step import StepFailed, iso, progress, step_main, wait_until, write_marker
 
@@ -52,7 +53,7 @@ def clone_main(url: str, user: str, password: str, dest: str) -> None:
 
 def export(a: GiteaInputs, password: str) -> ExportResult:
     rd = RunDir(Path(a.run_dir))
-    kickoff = result_of(rd, "kickoff", a.task_id, KickoffResult)
+    kickoff = steps.result_of(rd, steps.KICKOFF, a.task_id, KickoffResult)
     if kickoff is None:
         raise StepFailed("no kickoff receipt: the task never started")
     wait_until(kickoff.deadline_epoch, "export")
@@ -84,7 +85,7 @@ def export(a: GiteaInputs, password: str) -> ExportResult:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main("export", GiteaInputs, env, export, "AGENSH_GITEA_PASSWORD", EXPORT_FAILED,
+    return step_main(steps.EXPORT, env, export, "AGENSH_GITEA_PASSWORD", EXPORT_FAILED,
                      keep_marker=lambda r: EXPORT_FAILED if r.recovered_from else None)
 
 

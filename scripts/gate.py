@@ -1,7 +1,7 @@
 """gate: the calibration gate (REQUIREMENTS 48), candidate runs scored paired per task against a reference.
 
 `python -m scripts.gate RUN_DIR... --reference DIR [--second-baseline DIR]` prints the paired table and the
-verdict and writes `gate.json` (`GateResult` of components/records.py) into the first run directory. The rules
+verdict and writes `gate.json` (`GateResult` of model/records.py) into the first run directory. The rules
 (seed, "Full-run gate"; those marked * are this project's where the seed is silent):
 - The gate's tasks are the ones the candidate runs requested (`requested_task_ids` of their manifests); a task
   requested by two candidate runs is refused* (choosing the better attempt would flatter the candidate).
@@ -35,9 +35,9 @@ from typing import Callable, Literal
 
 from programbench.submission import aggregate, score_instance
 
-from components.profile import ProfileError
-from components.records import Comparison, GatePair, GateResult, Host, LoadCheck, LoadReading, Manifest, read_record
-from components.rundir import CopyDir, RunDir
+from model.profile import ProfileError
+from model.records import Comparison, GatePair, GateResult, Host, LoadCheck, LoadReading, Manifest, read_record
+from model.rundir import CopyDir, RunDir
 from scripts import preserve
 from scripts.manifest import host_resources
 from scripts.new_stack import load_profile

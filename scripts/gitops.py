@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from components import contract
+from model import contract
 
 # Config that stops a repository from running anything: no hooks, no fsmonitor, no pager or editor, no filters'
 # external processes for `git archive` (its tar.*.command), and no signing programs.

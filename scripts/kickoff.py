@@ -16,9 +16,10 @@ from pathlib import Path
 from string import Template
 from typing import Mapping
 
-from components.records import KickoffResult, WakeResult, result_of
-from components.rundir import RUN_FAILED, RunDir
-from components.step_inputs import KickoffInputs
+from model.records import KickoffResult, WakeResult
+from model.rundir import RUN_FAILED, RunDir
+from model.step_inputs import KickoffInputs
+from model import steps
 from scripts.activity import wait_for_sessions
 from scripts.chat import post_to_team
 from scripts.step import StepFailed, iso, step_main, wait_until
@@ -27,7 +28,7 @@ SESSION_WAIT_S = 180  # a worker's CLI starts in seconds; this covers a slow pul
 
 
 def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
-    woke = result_of(RunDir(Path(a.run_dir)), "wake", a.task_id, WakeResult)
+    woke = steps.result_of(RunDir(Path(a.run_dir)), steps.WAKE, a.task_id, WakeResult)
     if woke is None:
         raise StepFailed("no wake receipt: the team was never woken")
     start = woke.ramp_start_epoch
@@ -50,7 +51,7 @@ def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main("kickoff", KickoffInputs, env, kickoff, "AGENSH_MATTERMOST_PASSWORD", RUN_FAILED)
+    return step_main(steps.KICKOFF, env, kickoff, "AGENSH_MATTERMOST_PASSWORD", RUN_FAILED)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping
 
-from components.records import (Host, Launch, Manifest, ManifestFinish, ManifestStart, PreserveResult, Revision,
-                                ShutdownResult, read_index, read_record, result_of)
-from components.rundir import RunDir
-from components.step_inputs import ManifestInputs
+from model import steps
+from model.records import (Host, Launch, Manifest, ManifestFinish, ManifestStart, PreserveResult, Revision,
+                           ShutdownResult, read_index, read_record)
+from model.rundir import RunDir
+from model.step_inputs import ManifestInputs
 from scripts.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
 
 
@@ -73,8 +74,8 @@ def finish(a: ManifestInputs) -> ManifestFinish:
     rows = read_index(rd.index)
     scores = {t: r.score for t, r in rows.items() if t in requested and r.status == "scored" and r.score is not None}
     failed = sorted(t for t in requested if t not in scores)
-    copies = {t: result_of(rd, "preserve-task", t, PreserveResult) for t in requested}
-    shutdowns = [r for t in requested if (r := result_of(rd, "shutdown", t, ShutdownResult))]
+    copies = {t: steps.result_of(rd, steps.PRESERVE_TASK, t, PreserveResult) for t in requested}
+    shutdowns = [r for t in requested if (r := steps.result_of(rd, steps.SHUTDOWN, t, ShutdownResult))]
     versions = {w: s.copilot_version for r in shutdowns for w, s in r.sessions.items() if s.copilot_version}
     manifest = manifest.model_copy(update={
         "preserved": {t: bool(c and c.verified) for t, c in copies.items()},
@@ -90,10 +91,10 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     mode = (argv if argv is not None else sys.argv[1:])[0]
     a = load_inputs(ManifestInputs, env)
     rd = RunDir(Path(a.run_dir))
-    if mode == "start":
-        return run_step("manifest-start", rd, None, a, lambda: start(a))
+    if mode == steps.MANIFEST_START.args:
+        return run_step(steps.MANIFEST_START, rd, None, a, lambda: start(a))
     # finishing again after more results must rewrite the counts
-    return run_step("manifest-finish", rd, None, a, lambda: finish(a), extra_digest={"index": file_digest(rd.index)})
+    return run_step(steps.MANIFEST_FINISH, rd, None, a, lambda: finish(a), extra_digest={"index": file_digest(rd.index)})
 
 
 if __name__ == "__main__":

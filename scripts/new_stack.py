@@ -25,8 +25,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components import contract  # noqa: E402
-from components.profile import NAMESPACE, Profile, ProfileError, parse_profile  # noqa: E402
+from model import contract  # noqa: E402
+from model.profile import NAMESPACE, Profile, ProfileError, parse_profile  # noqa: E402
 from scripts import copilot_cli  # noqa: E402
 
 UPSTREAM_ENV = Path("~/.pbench-upstream.env").expanduser()

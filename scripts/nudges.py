@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from components.records import Event, KickoffResult, Nudge, NudgesResult, WakeResult, result_of
-from components.rundir import RunDir
-from components.step_inputs import NudgesInputs
+from model.records import Event, KickoffResult, Nudge, NudgesResult, WakeResult
+from model.rundir import RunDir
+from model.step_inputs import NudgesInputs
+from model import steps
 from scripts.activity import last_logged
 from scripts.chat import post_to_team
 from scripts.step import StepFailed, progress, step_main
@@ -25,8 +26,8 @@ from scripts.step import StepFailed, progress, step_main
 
 def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     rd = RunDir(Path(a.run_dir))
-    kickoff = result_of(rd, "kickoff", a.task_id, KickoffResult)
-    woke = result_of(rd, "wake", a.task_id, WakeResult)
+    kickoff = steps.result_of(rd, steps.KICKOFF, a.task_id, KickoffResult)
+    woke = steps.result_of(rd, steps.WAKE, a.task_id, WakeResult)
     if kickoff is None or woke is None:
         raise StepFailed("no kickoff receipt: the task never started")
     woken = {w.worker: w.at_epoch for w in woke.wakes}
@@ -51,7 +52,7 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main("nudges", NudgesInputs, env, nudges, "AGENSH_MATTERMOST_PASSWORD")
+    return step_main(steps.NUDGES, env, nudges, "AGENSH_MATTERMOST_PASSWORD")
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from components import contract, placement
-from components.profile import Profile, ProfileError, parse_profile
-from components.topology import placements
+from model import contract, placement
+from model.profile import Profile, ProfileError, parse_profile
+from model.topology import placements
 from scripts.new_stack import plain_settings, stack_file
 
 

@@ -22,10 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from components import contract
-from components.records import Check, PreflightResult
-from components.rundir import RunDir
-from components.step_inputs import PreflightHostInputs, PreflightModelInputs
+from model import contract
+from model.records import Check, PreflightResult
+from model.rundir import RunDir
+from model.step_inputs import PreflightHostInputs, PreflightModelInputs
+from model import steps
 from scripts.http import HTTPFailure, request
 from scripts.step import StepFailed, load_inputs, progress, run_step
 
@@ -228,13 +229,13 @@ def run_checks(checks: dict[str, Callable[[], str]]) -> PreflightResult:
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
     phase = (argv if argv is not None else sys.argv[1:])[0]
-    if phase == "host":
+    if phase == steps.PREFLIGHT_HOST.args:
         a = load_inputs(PreflightHostInputs, env)
         body = lambda: run_checks({n: (lambda f=f: f(a)) for n, f in HOST_CHECKS.items()})  # noqa: E731
-        return run_step("preflight-host", RunDir(Path(a.run_dir)), None, a, body)
+        return run_step(steps.PREFLIGHT_HOST, RunDir(Path(a.run_dir)), None, a, body)
     m = load_inputs(PreflightModelInputs, env)
     token = env.get("AGENSH_PROXY_TOKEN", "")
-    return run_step("preflight-model", RunDir(Path(m.run_dir)), None, m, lambda: run_checks(
+    return run_step(steps.PREFLIGHT_MODEL, RunDir(Path(m.run_dir)), None, m, lambda: run_checks(
         {"model-list": lambda: check_model_list(m, token), "model": lambda: check_model(m, token)}))
 
 

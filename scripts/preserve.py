@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from components.records import PreserveResult
-from components.rundir import PRESERVE_RUN, CopyDir, ProfileDir, RunDir
-from components.step_inputs import PreserveInputs
+from model.records import PreserveResult
+from model import steps
+from model.rundir import CopyDir, ProfileDir, RunDir
+from model.step_inputs import PreserveInputs
 from scripts.step import StepFailed, load_inputs, progress, run_step
 
 
@@ -90,7 +91,7 @@ def mirror(rd: RunDir, archives: Mapping[str, Path], copy: CopyDir, task: str | 
             continue
         for src, regular in regular_files(src_root):
             rel = src.relative_to(src_root)
-            if rd.uncopied(src):
+            if rd.uncopied(src, steps.PRESERVE_RUN.name):
                 continue
             if not regular:
                 t.skipped.append(str(src))
@@ -116,7 +117,7 @@ def problems(rd: RunDir, archives: Mapping[str, Path], copy: CopyDir) -> list[st
     out = []
     for src_root, dst_root, _ in sources(rd, archives, copy, None):
         for src, regular in regular_files(src_root) if src_root.is_dir() else ():
-            if rd.uncopied(src):
+            if rd.uncopied(src, steps.PRESERVE_RUN.name):
                 continue
             dst = dst_root / src.relative_to(src_root)
             if regular and not dst.is_file():
@@ -178,9 +179,9 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     if args[:1] == ["save"] and len(args) == 3:
         return save(Path(args[1]), args[2])
     a = load_inputs(PreserveInputs, env)
-    if args[:1] == ["guard"]:
+    if args[:1] == [steps.PRESERVE_RUN.delete]:
         return guard(a, env)
-    step = PRESERVE_RUN if a.task_id is None else "preserve-task"
+    step = steps.PRESERVE_RUN if a.task_id is None else steps.PRESERVE_TASK
     return run_step(step, RunDir(Path(a.run_dir)), a.task_id, a, lambda: preserve(a))
 
 

@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from components import contract
-from components.records import ShutdownResult, read_receipt
-from components.rundir import CopyDir, ProfileDir
-from components.step_inputs import ProfileDataInputs
+from model import contract
+from model.records import ShutdownResult
+from model.rundir import CopyDir, ProfileDir
+from model.step_inputs import ProfileDataInputs
+from model import steps
 from scripts import preserve  # noqa: I001 - preserve's problems() is the one verification
 from scripts.step import load_inputs, now
 
@@ -31,7 +32,7 @@ def incomplete_archives(pd: ProfileDir) -> list[str]:
     out = []
     for rd in pd.runs():
         for task in rd.task_ids():
-            receipt = read_receipt(rd, "shutdown", task)
+            receipt = steps.read_receipt(rd, steps.SHUTDOWN, task)
             if receipt and isinstance(receipt.result, ShutdownResult) and not receipt.result.archives_complete:
                 out.append(f"{rd.path.name}/{task}: shutdown archives incomplete")
     return out
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     mode = (argv if argv is not None else sys.argv[1:])[0]
     a = load_inputs(ProfileDataInputs, env)
     pd = ProfileDir(Path(a.profile_dir))
-    if mode == "create":
+    if mode == steps.PROFILE_DATA.args:
         if pd.path.is_dir() and any(pd.path.iterdir()) and not pd.created_marker.exists():
             print(f"profile_data: {pd.path} exists and agensh did not create it; choose another data_root or profile",
                   file=sys.stderr)

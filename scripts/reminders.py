@@ -13,15 +13,16 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from components.records import KickoffResult, RemindersResult, result_of
-from components.rundir import RunDir
-from components.step_inputs import RemindersInputs
+from model.records import KickoffResult, RemindersResult
+from model.rundir import RunDir
+from model.step_inputs import RemindersInputs
+from model import steps
 from scripts.chat import post_to_team
 from scripts.step import StepFailed, iso, step_main, wait_until
 
 
 def reminders(a: RemindersInputs, password: str) -> RemindersResult:
-    kickoff = result_of(RunDir(Path(a.run_dir)), "kickoff", a.task_id, KickoffResult)
+    kickoff = steps.result_of(RunDir(Path(a.run_dir)), steps.KICKOFF, a.task_id, KickoffResult)
     if kickoff is None:
         raise StepFailed("no kickoff receipt: the task never started")
     deadline = kickoff.deadline_epoch
@@ -40,7 +41,7 @@ def reminders(a: RemindersInputs, password: str) -> RemindersResult:
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main("reminders", RemindersInputs, env, reminders, "AGENSH_MATTERMOST_PASSWORD")
+    return step_main(steps.REMINDERS, env, reminders, "AGENSH_MATTERMOST_PASSWORD")
 
 
 if __name__ == "__main__":

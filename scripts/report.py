@@ -3,7 +3,7 @@
     .venv/bin/python -m scripts.report RUN_DIR [RUN_DIR...] [-o OUT.html]
 
 One run: written to `RUN_DIR/report.html` unless `-o` says otherwise; several runs need `-o`. Everything is read
-through the typed records (components/records.py) at the places `RunDir` names. The page shows per task the score
+through the typed records (model/records.py) at the places `RunDir` names. The page shows per task the score
 (`score.json`, or `score.assess` when the score step has not run), pass counts per test branch, what made a score
 incomplete, a timeline from the receipts (scripts/timeline.py) and every step's receipt; a team beside its
 baseline for the same task when both runs are given; each run's headline, calibration gate verdict and
@@ -27,11 +27,12 @@ from programbench.submission import aggregate
 from programbench.utils.load_data import get_active_branches, get_ignored_tests
 from pydantic import ValidationError
 
-from components.profile import Profile
-from components.records import (RESULTS, Event, GateResult, Manifest, Receipt, ReportResult, Score, Session,
-                                ShutdownResult, parse_receipt, read_record)
-from components.rundir import MARKERS, RunDir
-from components.step_inputs import Inputs
+from model.profile import Profile
+from model import steps
+from model.records import (Event, GateResult, Manifest, Receipt, ReportResult, Score, Session, ShutdownResult,
+                           read_record)
+from model.rundir import MARKERS, RunDir
+from model.step_inputs import Inputs
 from scripts.score import assess, instances
 from scripts.step import StepFailed, epoch, file_digest, load_inputs, progress, run_step
 from scripts.timeline import plot_svg, task_events
@@ -59,10 +60,10 @@ def read(path: Path, parse: Callable[[Path], T]) -> T:
 def receipts(rd: RunDir, task_id: str | None) -> tuple[dict[str, Receipt[Any]], list[str]]:
     """The receipts of the task (or the run) by step, and the steps this checkout has no result model for (listed,
     not read: a run made by a newer checkout)."""
-    steps = rd.receipt_steps(task_id)
-    known = {s: read(rd.receipt(s, task_id), lambda p, s=s: parse_receipt(s, p.read_text()))
-             for s in steps if s in RESULTS}
-    return known, [s for s in steps if s not in RESULTS]
+    names = rd.receipt_steps(task_id)
+    known = {s: read(rd.receipt(s, task_id), lambda p, s=s: steps.parse_receipt(s, p.read_text()))
+             for s in names if s in steps.RESULTS}
+    return known, [s for s in names if s not in steps.RESULTS]
 
 
 def markers(rd: RunDir, task_id: str | None) -> dict[str, str]:
@@ -120,7 +121,7 @@ class Task:
 
     @property
     def incomplete_archives(self) -> dict[str, str]:
-        shutdown = self.receipts.get("shutdown")
+        shutdown = self.receipts.get(steps.SHUTDOWN.name)
         if shutdown is None or not isinstance(shutdown.result, ShutdownResult):
             return {}
         return {k: v for k, v in shutdown.result.archives.items() if v != "ok"}
@@ -128,7 +129,7 @@ class Task:
     @property
     def sessions(self) -> dict[str, Session]:
         """Each worker's Copilot CLI session (turns, tool calls, watchdog recoveries) from its activity log."""
-        shutdown = self.receipts.get("shutdown")
+        shutdown = self.receipts.get(steps.SHUTDOWN.name)
         return shutdown.result.sessions if shutdown and isinstance(shutdown.result, ShutdownResult) else {}
 
 
@@ -190,11 +191,11 @@ def judged(rd: RunDir, task_id: str) -> tuple[Score, str]:
 
 
 def load_task(rd: RunDir, task_id: str, wake_offsets: list[float]) -> Task:
-    steps, unknown = receipts(rd, task_id)  # first: the score reads some of them, and a bad one is named here
+    known, unknown = receipts(rd, task_id)  # first: the score reads some of them, and a bad one is named here
     data = read(rd.eval_json(task_id), lambda p: EvaluationResult.model_validate_json(p.read_bytes())) \
         if rd.eval_json(task_id).exists() else None
     record, score_from = judged(rd, task_id)
-    task = Task(task_id, record, score_from, data is not None, steps, unknown, markers(rd, task_id))
+    task = Task(task_id, record, score_from, data is not None, known, unknown, markers(rd, task_id))
     if data is not None:
         if task_id in instances():
             task.branches, task.ignored_branches = branches_of(data, instances()[task_id])
@@ -326,12 +327,12 @@ def step(env: Mapping[str, str]) -> int:
         progress(f"report: {page.name} written")
         return ReportResult(page=str(page))
 
-    return run_step("report", rd, None, a, body, extra_digest={"index": file_digest(rd.index),
+    return run_step(steps.REPORT, rd, None, a, body, extra_digest={"index": file_digest(rd.index),
                                                                "manifest": file_digest(rd.manifest)})
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    if (argv if argv is not None else sys.argv[1:]) == ["step"]:
+    if (argv if argv is not None else sys.argv[1:]) == [steps.REPORT.args]:
         return step(env)
     parser = argparse.ArgumentParser(prog="python -m scripts.report", description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")

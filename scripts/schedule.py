@@ -35,9 +35,9 @@ import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path
 
-from components import contract
-from components.profile import Profile, ProfileError
-from components.rundir import RunDir
+from model import contract
+from model.profile import Profile, ProfileError
+from model.rundir import RunDir
 from scripts import new_stack
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,9 +18,10 @@ from programbench.constants import TASKS_DIR
 from programbench.submission import score_instance
 from programbench.utils.load_data import load_all_instances
 
-from components.records import ExportResult, IndexRow, Score, ShutdownResult, result_of
-from components.rundir import EXPORT_FAILED, RunDir
-from components.step_inputs import ScoreInputs
+from model.records import ExportResult, IndexRow, Score, ShutdownResult
+from model.rundir import EXPORT_FAILED, RunDir
+from model.step_inputs import ScoreInputs
+from model import steps
 from scripts.step import StepFailed, append_result, file_digest, load_inputs, now, run_step, write_atomic
 
 COMPILE_STEP = "compile"
@@ -40,7 +41,7 @@ def instance(task_id: str) -> dict[str, Any]:
 
 
 def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[str]:
-    export = result_of(rd, "export", task_id, ExportResult)
+    export = steps.result_of(rd, steps.EXPORT, task_id, ExportResult)
     # an export recovered from the preserved repository (REQUIREMENTS 35) is a complete submission
     recovered = export is not None and export.recovered_from is not None
     out = [f"{m} marker present" for m in rd.markers(task_id) if not (m == EXPORT_FAILED and recovered)]
@@ -52,7 +53,7 @@ def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[s
         out.append(f"{what}: error_code={data['error_code']}" + (f" ({data.get('error_details')})" if data.get("error_details") else ""))
     if data.get("test_branch_errors"):
         out.append(f"test_branch_errors: {json.dumps(data['test_branch_errors'], sort_keys=True)}")
-    shutdown = result_of(rd, "shutdown", task_id, ShutdownResult)
+    shutdown = steps.result_of(rd, steps.SHUTDOWN, task_id, ShutdownResult)
     if shutdown is not None and not shutdown.archives_complete:
         out.append("shutdown archives incomplete")
     return out
@@ -65,7 +66,7 @@ def assess(rd: RunDir, task_id: str) -> Score:
     data = json.loads(eval_json.read_text()) if eval_json.exists() else None
     problems = problems_of(rd, task_id, data)
     raw = score_instance(eval_json, instance(task_id)) if data is not None and not data.get("error_code") else None
-    export = result_of(rd, "export", task_id, ExportResult)
+    export = steps.result_of(rd, steps.EXPORT, task_id, ExportResult)
     return Score(task_id=task_id, score=raw if not problems else None, raw_score=raw, complete=not problems,
                  problems=problems, eval_json=str(eval_json),
                  export_recovered_from=export.recovered_from if export else None)
@@ -82,7 +83,7 @@ def score(rd: RunDir, task_id: str) -> Score:
 def main(env: Mapping[str, str] = os.environ) -> int:
     a = load_inputs(ScoreInputs, env)
     rd = RunDir(Path(a.run_dir))
-    return run_step("score", rd, a.task_id, a, lambda: score(rd, a.task_id),
+    return run_step(steps.SCORE, rd, a.task_id, a, lambda: score(rd, a.task_id),
                     extra_digest={"eval": file_digest(rd.eval_json(a.task_id))})
 
 

@@ -14,10 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
-from components import contract
-from components.records import BranchProtection, SeedResult
-from components.rundir import RUN_FAILED
-from components.step_inputs import SeedInputs
+from model import contract
+from model.records import BranchProtection, SeedResult
+from model.rundir import RUN_FAILED
+from model.step_inputs import SeedInputs
+from model import steps
 from scripts.gitops import git, with_user
 from scripts.http import request
 from scripts.step import StepFailed, progress, step_main
@@ -91,7 +92,7 @@ def main(env: Mapping[str, str] = os.environ) -> int:
         except (RuntimeError, subprocess.CalledProcessError) as err:
             raise StepFailed(str(err)) from None
 
-    return step_main("seed", SeedInputs, env, body, "AGENSH_GITEA_PASSWORD", RUN_FAILED)
+    return step_main(steps.SEED, env, body, "AGENSH_GITEA_PASSWORD", RUN_FAILED)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pydantic_core import PydanticUndefined  # noqa: E402
 
-from components.profile import Profile  # noqa: E402
+from model.profile import Profile  # noqa: E402
 
 
 def table() -> str:

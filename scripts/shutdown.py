@@ -16,9 +16,10 @@ import tarfile
 from pathlib import Path
 from typing import Literal, Mapping
 
-from components.records import ShutdownResult
-from components.rundir import RunDir
-from components.step_inputs import ShutdownInputs
+from model.records import ShutdownResult
+from model.rundir import RunDir
+from model.step_inputs import ShutdownInputs
+from model import steps
 from scripts import activity
 from scripts.step import load_inputs, progress, run_step
 from scripts.swarm_nodes import collect
@@ -73,7 +74,7 @@ def shutdown(a: ShutdownInputs) -> ShutdownResult:
 
 def main(env: Mapping[str, str] = os.environ) -> int:
     a = load_inputs(ShutdownInputs, env)
-    return run_step("shutdown", RunDir(Path(a.run_dir)), a.task_id, a, lambda: shutdown(a))
+    return run_step(steps.SHUTDOWN, RunDir(Path(a.run_dir)), a.task_id, a, lambda: shutdown(a))
 
 
 if __name__ == "__main__":

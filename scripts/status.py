@@ -28,12 +28,13 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from components import contract
-from components.profile import Profile, ProfileError
-from components.records import (KickoffResult, Ramp, Score, Session, WakeResult, ok_result, read_receipt,
-                                read_record, result_of)
-from components.rundir import ProfileDir, RunDir
-from components.topology import members
+from model import contract
+from model.profile import Profile, ProfileError
+from model import steps
+from model.records import KickoffResult, Ramp, Score, Session, WakeResult, ok_result, read_record
+from model.rundir import ProfileDir, RunDir
+from model.topology import members
+from model import steps
 from scripts.new_stack import load_profile
 from scripts.activity import Follower, epoch, last_logged
 from scripts.step import iso
@@ -92,39 +93,40 @@ def running(rd: RunDir, step: str, task: str) -> bool:
 
 def phase(p: Profile, rd: RunDir, task: str, now: float) -> tuple[str, str, float | None]:
     """(phase, detail, deadline epoch) of a task, from its receipts and the steps running."""
-    receipts = {s: r for s in rd.receipt_steps(task) if (r := read_receipt(rd, s, task)) is not None}
+    receipts = {s: r for s in rd.receipt_steps(task) if s in steps.RESULTS
+                and (r := steps.parse_receipt(s, rd.receipt(s, task).read_text())) is not None}
 
-    def ok(step: str) -> bool:
-        return step in receipts and receipts[step].status == "ok"
+    def ok(step: steps.StepDef) -> bool:
+        return step.name in receipts and receipts[step.name].status == "ok"
 
     # any step of the task (a nudge or a reminder too), the first to fail first; a failed step running again is not
     failed = sorted((r for s, r in receipts.items() if r.status == "failed" and not running(rd, s, task)),
                     key=lambda r: r.finished)
-    kickoff = ok_result(receipts.get("kickoff"), KickoffResult)
+    kickoff = ok_result(receipts.get(steps.KICKOFF.name), KickoffResult)
     deadline = kickoff.deadline_epoch if kickoff else None
     if failed:
         return "failed", f"{failed[0].step} failed: {failed[0].error}", deadline
-    if ok("score"):
-        s = ok_result(receipts["score"], Score)
+    if ok(steps.SCORE):
+        s = ok_result(receipts[steps.SCORE.name], Score)
         return ("scored" if s and s.complete else "incomplete"), ", ".join(s.problems) if s else "", deadline
-    if ok("shutdown"):
+    if ok(steps.SHUTDOWN):
         return "evaluating", "programbench eval", deadline
-    if ok("export"):
+    if ok(steps.EXPORT):
         return "archiving", f"workers seal their archives (grace {p.export_grace_s} s)", deadline
     if kickoff:
         left = kickoff.deadline_epoch - now
         if left > 0:
             return "working", f"{left / 60:.0f} min to the deadline ({kickoff.deadline})", deadline
         return "exporting", "the deadline has passed", deadline
-    woke = ok_result(receipts.get("wake"), WakeResult)
+    woke = ok_result(receipts.get(steps.WAKE.name), WakeResult)
     if woke:
         at = woke.ramp_start_epoch + p.task_budget.kickoff_s
         return "waiting for kickoff", f"kickoff at {iso(at)} (in {max(0, at - now):.0f} s)", None
     if ramp := read_record(rd.ramp(task), Ramp):
         return "ramp", f"{len(ramp.woken)} of {p.workers} woken", None
-    if ok("seed"):
+    if ok(steps.SEED):
         return "ramp", f"0 of {p.workers} woken", None
-    if running(rd, "seed", task):
+    if running(rd, steps.SEED.name, task):
         return "seeding", "the task's repository and starting workspace", None
     return "waiting", "", None
 
@@ -222,7 +224,7 @@ def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusVi
                                   health=d and d["health"], memory_mb=d and d["memory_mb"],
                                   ceiling_mb=d and d["ceiling_mb"], last_activity=iso(active) if active else None,
                                   session=follow.session(c.name) if d and not swarm else None))
-        score = result_of(rd, "score", task, Score)
+        score = steps.result_of(rd, steps.SCORE, task, Score)
         tasks.append(TaskView(task_id=task, phase=name, detail=detail,
                               time_to_deadline_s=round(deadline - now) if deadline and name == "working" else None,
                               deadline=iso(deadline) if deadline else None, score=score.score if score else None,

@@ -20,9 +20,10 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from pydantic import BaseModel
 
-from components.records import IndexRow, Receipt, Record
-from components.rundir import MARKERS, RunDir
-from components.step_inputs import Inputs
+from model.records import IndexRow, Receipt, Record
+from model.rundir import MARKERS, RunDir
+from model.step_inputs import Inputs
+from model.steps import StepDef, receipt_path
 
 I = TypeVar("I", bound=BaseModel)
 
@@ -112,17 +113,17 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_step(step: str, rd: RunDir, task_id: str | None, inputs: BaseModel, body: Callable[[], Record],
+def run_step(step: StepDef, rd: RunDir, task_id: str | None, inputs: BaseModel, body: Callable[[], Record],
              failure_marker: str | None = None, extra_digest: dict[str, Any] | None = None,
              keep_marker: Callable[[Record], str | None] = lambda _: None) -> int:
     """Run a step once. A failure leaves a failed receipt and, for a task, its failure marker (`failure_marker`, or
     the one a StepFailed names), which keeps the score from being reported as complete. A success withdraws the
     markers this step left earlier, except the one `keep_marker` names (a recovered export keeps EXPORT_FAILED).
     `extra_digest`: state beyond the inputs that must re-run the step when it changes (a file another step wrote)."""
-    path = rd.receipt(step, task_id)
+    path = receipt_path(rd, step, task_id)
     key = digest({"inputs": inputs.model_dump(mode="json"), **(extra_digest or {})})
-    with exclusive(rd.lock(step, task_id), step):
-        return _run_locked(step, rd, task_id, path, key, body, failure_marker, keep_marker)
+    with exclusive(rd.lock(step.name, task_id), step.name):
+        return _run_locked(step.name, rd, task_id, path, key, body, failure_marker, keep_marker)
 
 
 @contextmanager
@@ -190,14 +191,14 @@ def load_inputs(model: type[I], env: Mapping[str, str]) -> I:
     return model.model_validate_json(env["AGENSH_INPUT"])
 
 
-def step_main(step: str, model: type[I], env: Mapping[str, str], body: Callable[[I, str], Record], secret: str,
+def step_main(step: StepDef, env: Mapping[str, str], body: Callable[[Any, str], Record], secret: str,
               failure_marker: str | None = None, **kw: Any) -> int:
     """The `main()` of a task step that needs one secret: typed inputs from AGENSH_INPUT, the secret from its own
     variable."""
-    a = load_inputs(model, env)
+    a = load_inputs(step.inputs, env)
     value = env.get(secret)
     if not value:
-        print(f"{step}: {secret} is not set", file=sys.stderr)
+        print(f"{step.name}: {secret} is not set", file=sys.stderr)
         return 2
     assert isinstance(a, Inputs)
     return run_step(step, RunDir(Path(a.run_dir)), getattr(a, "task_id", None), a, lambda: body(a, value),

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from components import contract
+from model import contract
 from scripts.sandbox import used_subnets
 from scripts.step import write_atomic
 
@@ -79,7 +79,7 @@ class Lab(BaseModel):
         write_atomic(Path(self.state_dir) / "lab.json", self)  # `down` reads it after a crash: never half written
 
     def swarm_settings(self, memory_gib: float, cpus: float) -> dict:
-        """The profile's `swarm` setting for this lab (components/placement.py: SwarmSettings)."""
+        """The profile's `swarm` setting for this lab (model/placement.py: SwarmSettings)."""
         return {"docker_host": f"unix://{self.manager.socket}", "registry": self.registry,
                 "build_network": "host",  # the daemons have no default bridge; `host` is the node's own namespace
                 "nodes": [{"name": n.name, "address": n.address, "role": "manager" if i == 0 else "worker",

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from components import contract
-from components.step_inputs import NodeArchive, NodeDirs, SwarmNodesInputs
+from model import contract, steps
+from model.step_inputs import NodeArchive, NodeDirs, SwarmNodesInputs
 from scripts.step import load_inputs, progress
 
 HELPER_MOUNT = "/node"
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     problems = []
     for node in a.nodes:
         try:
-            create(node) if mode == "create" else delete(node, a.profile, a.published)
+            create(node) if mode == steps.SWARM_NODES.args else delete(node, a.profile, a.published)
         except (RuntimeError, OSError) as err:
             problems.append(str(err))
     for problem in problems:

@@ -19,7 +19,7 @@ from matplotlib import dates as mdates
 from matplotlib.figure import Figure
 from matplotlib.markers import MarkerStyle
 
-from components.records import (LATE_S, BaselineSeedResult, EvaluateResult, Event, ExportResult, KickoffResult,
+from model.records import (LATE_S, BaselineSeedResult, EvaluateResult, Event, ExportResult, KickoffResult,
                                 Receipt, Record, RemindersResult, ShutdownResult)
 from scripts.step import epoch
 

@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from components.records import LATE_S, Event, Ramp, Wake, WakeResult, read_record
-from components.rundir import RUN_FAILED, RunDir
-from components.step_inputs import WakeInputs
+from model.records import LATE_S, Event, Ramp, Wake, WakeResult, read_record
+from model.rundir import RUN_FAILED, RunDir
+from model.step_inputs import WakeInputs
+from model import steps
 from scripts.step import StepFailed, load_inputs, progress, run_step, write_atomic
 
 
@@ -73,7 +74,7 @@ def wake(a: WakeInputs) -> WakeResult:
 
 def main(env: Mapping[str, str] = os.environ) -> int:
     a = load_inputs(WakeInputs, env)
-    return run_step("wake", RunDir(Path(a.run_dir)), a.task_id, a, lambda: wake(a), RUN_FAILED)
+    return run_step(steps.WAKE, RunDir(Path(a.run_dir)), a.task_id, a, lambda: wake(a), RUN_FAILED)
 
 
 if __name__ == "__main__":

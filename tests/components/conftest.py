@@ -11,8 +11,8 @@ import pytest
 import yaml
 from pulumi.runtime.mocks import MockMonitor
 
-from components.contract import SHARED_IMAGES, WORKER_DOCKERFILE
-from components.profile import Profile, parse_profile
+from model.contract import SHARED_IMAGES, WORKER_DOCKERFILE
+from model.profile import Profile, parse_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_VALUES = {

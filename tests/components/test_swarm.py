@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from components import contract, placement
+from model import contract, placement
 from components.experiment import Experiment
-from components.topology import placements
+from model.topology import placements
 from tests.components.conftest import SECRET_VALUES, secrets, stack_profile
 from tests.components.test_experiment import unsecret
 

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import contract
-from components.profile import parse_profile
-from components.roles import spec
-from components.topology import placements
-from components.roles import ROLES
-from components.rundir import ProfileDir
+from model import contract
+from model.profile import parse_profile
+from model.roles import spec
+from model.topology import placements
+from model.roles import ROLES
+from model.rundir import ProfileDir
 from scripts import demo_images, service_images
 from scripts.gitops import git, with_user
 from scripts.http import request

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from components import contract
+from model import contract
 from scripts import calculator
 from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
 from tests.integration.conftest import docker, kill_session

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from components.host_units import install_script
-from components.profile import parse_profile
+from model.profile import parse_profile
 from scripts import manifest
 from scripts.new_stack import plain_settings
 from scripts.sandbox import profile_config, project_copy

@@ -39,8 +39,8 @@ def project(tmp_path: Path, pulumi_cli: str, monkeypatch: pytest.MonkeyPatch) ->
 
 def kicked_off(run_dir: Path, task: str, deadline_epoch: float) -> None:
     """A kickoff receipt as the kickoff step writes it, for steps that wait for the deadline it records."""
-    from components.records import KickoffResult, Receipt
-    from components.rundir import RunDir
+    from model.records import KickoffResult, Receipt
+    from model.rundir import RunDir
     from scripts.step import iso, now, write_atomic
 
     result = KickoffResult(ramp_start=iso(deadline_epoch - 60), ramp_start_epoch=deadline_epoch - 60, kickoff_at=now(),

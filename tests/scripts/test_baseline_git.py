@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from components import contract
-from components.records import BaselineSeedResult, Receipt
-from components.roles import SNAPSHOT_GIT
-from components.rundir import RunDir
-from components.step_inputs import BaselineStopInputs
+from model import contract
+from model.records import BaselineSeedResult, Receipt
+from model.roles import SNAPSHOT_GIT
+from model.rundir import RunDir
+from model.step_inputs import BaselineStopInputs
 from scripts import baseline
 from scripts.calculator import BASE_IMAGE
 from scripts.step import iso, now, write_atomic

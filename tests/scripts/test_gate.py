@@ -16,8 +16,8 @@ from programbench.constants import TASKS_DIR
 from programbench.submission import aggregate, score_instance
 from programbench.utils.load_data import load_all_instances
 
-from components.records import Host, Manifest, Revision
-from components.rundir import RUN_FAILED, RunDir
+from model.records import Host, Manifest, Revision
+from model.rundir import RUN_FAILED, RunDir
 from scripts import gate
 from scripts.step import now, write_atomic, write_marker
 from tests.conftest import ROOT
@@ -283,7 +283,7 @@ def test_a_stack_names_its_run_and_the_verdict_is_recorded_with_it(tmp_path: Pat
     """A stack name stands for its run directory; the verdict goes into the run's manifest, and the run's verified
     copy is brought up to date so destroy still finds every file copied."""
     from scripts import new_stack, preserve
-    from components.rundir import CopyDir, ProfileDir
+    from model.rundir import CopyDir, ProfileDir
 
     monkeypatch.setattr(new_stack, "ROOT", tmp_path)
     (tmp_path / "stacks").mkdir()

@@ -10,9 +10,9 @@ import uuid
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from components.records import Receipt, Wake, WakeResult
-from components.rundir import RunDir
-from components.step_inputs import NudgesInputs
+from model.records import Receipt, Wake, WakeResult
+from model.rundir import RunDir
+from model.step_inputs import NudgesInputs
 from scripts import nudges
 from scripts.calculator import BASE_IMAGE
 from scripts.step import now, write_atomic

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from components.rundir import CopyDir, ProfileDir
-from components.step_inputs import PreserveInputs, ProfileDataInputs
+from model.rundir import CopyDir, ProfileDir
+from model.step_inputs import PreserveInputs, ProfileDataInputs
 from scripts import preserve, profile_data
 
 RUN, TASK, AGENT = "20261129t000000z", "testorg__calculator.abc1234", "testorg__calculator.abc1234-1"

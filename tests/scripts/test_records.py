@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from components.records import IndexRow, KickoffResult, Record, read_index, read_receipt, result_of
-from components.rundir import RunDir
-from components.step_inputs import TaskInputs
+from model import steps
+from model.records import IndexRow, KickoffResult, Record, read_index
+from model.steps import read_receipt, result_of
+from model.rundir import RunDir
+from model.step_inputs import TaskInputs
 from scripts import manifest
 from scripts.step import StepFailed, append_result, now, run_step
 
@@ -34,8 +36,8 @@ def inputs(tmp_path: Path, task: str = "t") -> TaskInputs:
 
 def test_index_survives_a_crash_between_rows(tmp_path: Path):
     rd = RunDir(tmp_path)
-    code = ("import os, sys; sys.path.insert(0, %r); from pathlib import Path; from components.rundir import RunDir; "
-            "from components.records import IndexRow; from scripts.step import append_result; rd = RunDir(Path(%r)); "
+    code = ("import os, sys; sys.path.insert(0, %r); from pathlib import Path; from model.rundir import RunDir; "
+            "from model.records import IndexRow; from scripts.step import append_result; rd = RunDir(Path(%r)); "
             "append_result(rd, IndexRow(at='x', task_id='a', status='scored', score=0.5)); "
             "open(rd.index, 'a').write('{\"task_id\": \"b\", \"sta'); os._exit(9)") % (str(ROOT), str(tmp_path))
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
@@ -54,15 +56,15 @@ def test_receipt_makes_a_step_idempotent(tmp_path: Path, capsys: pytest.CaptureF
         calls.append(1)
         return Value(value=42)
 
-    assert run_step("demo", rd, "t", inputs(tmp_path), body) == 0
+    assert run_step(steps.SEED, rd, "t", inputs(tmp_path), body) == 0
     first = capsys.readouterr().out.strip().splitlines()[-1]
-    written = rd.receipt("demo", "t").read_text()
+    written = rd.receipt(steps.SEED.name, "t").read_text()
     assert json.loads(first)["result"] == {"value": 42} and json.loads(first) == json.loads(written)
-    assert run_step("demo", rd, "t", inputs(tmp_path), body) == 0  # replayed: same receipt, no work
+    assert run_step(steps.SEED, rd, "t", inputs(tmp_path), body) == 0  # replayed: same receipt, no work
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == json.loads(first) and len(calls) == 1
-    assert rd.receipt("demo", "t").read_text() == written
-    assert run_step("demo", rd, "t", inputs(tmp_path, "u"), body) == 0 and len(calls) == 2  # new inputs run again
-    assert run_step("demo", rd, "t", inputs(tmp_path), body, extra_digest={"file": "changed"}) == 0
+    assert rd.receipt(steps.SEED.name, "t").read_text() == written
+    assert run_step(steps.SEED, rd, "t", inputs(tmp_path, "u"), body) == 0 and len(calls) == 2  # new inputs run again
+    assert run_step(steps.SEED, rd, "t", inputs(tmp_path), body, extra_digest={"file": "changed"}) == 0
     assert len(calls) == 3  # a file another step wrote changed: the step runs again
 
 
@@ -72,23 +74,23 @@ def test_failed_step_is_recorded_and_retried(tmp_path: Path):
     def fails() -> Value:
         raise StepFailed("gateway unreachable", url="http://x")
 
-    assert run_step("demo", rd, None, inputs(tmp_path), fails) == 1
-    receipt = json.loads(rd.receipt("demo").read_text())
+    assert run_step(steps.SEED, rd, None, inputs(tmp_path), fails) == 1
+    receipt = json.loads(rd.receipt(steps.SEED.name).read_text())
     assert receipt["status"] == "failed" and receipt["details"] == {"url": "http://x"} and receipt["result"] is None
-    assert run_step("demo", rd, None, inputs(tmp_path), lambda: Value(value=1)) == 0
-    assert json.loads(rd.receipt("demo").read_text())["result"] == {"value": 1}
+    assert run_step(steps.SEED, rd, None, inputs(tmp_path), lambda: Value(value=1)) == 0
+    assert json.loads(rd.receipt(steps.SEED.name).read_text())["result"] == {"value": 1}
 
 
 def test_typed_receipts_are_read_back_by_later_steps(tmp_path: Path):
     rd = RunDir(tmp_path)
     kicked = KickoffResult(ramp_start="a", ramp_start_epoch=1.0, kickoff_at="b", deadline="c", deadline_epoch=2.0,
                            post_id="p")
-    assert run_step("kickoff", rd, "t", inputs(tmp_path), lambda: kicked) == 0
-    assert result_of(rd, "kickoff", "t", KickoffResult) == kicked
-    assert read_receipt(rd, "kickoff", "t").status == "ok"
-    assert result_of(rd, "kickoff", "other", KickoffResult) is None  # never ran
-    assert run_step("kickoff", rd, "u", inputs(tmp_path, "u"), lambda: (_ for _ in ()).throw(StepFailed("x"))) == 1
-    assert result_of(rd, "kickoff", "u", KickoffResult) is None  # failed
+    assert run_step(steps.KICKOFF, rd, "t", inputs(tmp_path), lambda: kicked) == 0
+    assert result_of(rd, steps.KICKOFF, "t", KickoffResult) == kicked
+    assert read_receipt(rd, steps.KICKOFF, "t").status == "ok"
+    assert result_of(rd, steps.KICKOFF, "other", KickoffResult) is None  # never ran
+    assert run_step(steps.KICKOFF, rd, "u", inputs(tmp_path, "u"), lambda: (_ for _ in ()).throw(StepFailed("x"))) == 1
+    assert result_of(rd, steps.KICKOFF, "u", KickoffResult) is None  # failed
 
 
 def profile_args(tmp_path: Path, **over) -> dict:
@@ -170,29 +172,29 @@ def test_failed_task_step_leaves_its_marker(tmp_path: Path):
     def boom() -> Value:
         raise ConnectionError("mattermost unreachable")
 
-    assert run_step("kickoff", rd, "t", inputs(tmp_path), boom, failure_marker="RUN_FAILED") == 1
+    assert run_step(steps.KICKOFF, rd, "t", inputs(tmp_path), boom, failure_marker="RUN_FAILED") == 1
     assert "kickoff: ConnectionError: mattermost unreachable" in rd.marker("t", "RUN_FAILED").read_text()
     assert rd.markers("t") == ["RUN_FAILED"]
     assert json.loads(rd.receipt("kickoff", "t").read_text())["status"] == "failed"
-    assert run_step("kickoff", rd, "t", inputs(tmp_path), lambda: Value(value=1), failure_marker="RUN_FAILED") == 0
+    assert run_step(steps.KICKOFF, rd, "t", inputs(tmp_path), lambda: Value(value=1), failure_marker="RUN_FAILED") == 0
     assert rd.markers("t") == []  # the successful retry withdrew its own marker
 
 
 def test_a_leftover_run_of_a_step_finishes_first_and_the_new_run_replays(tmp_path: Path):
     """An `up` killed mid-step leaves its step programs running (they outlive the engine); the resumed `up`'s run
     of the same step waits for it and then replays its receipt instead of working a second time."""
-    code = ("import sys, time; sys.path.insert(0, %r); from pathlib import Path; from components.rundir import RunDir; "
-            "from components.step_inputs import TaskInputs; from scripts.step import run_step; "
+    code = ("import sys, time; sys.path.insert(0, %r); from pathlib import Path; from model.rundir import RunDir; "
+            "from model.step_inputs import TaskInputs; from scripts.step import run_step; from model import steps; "
             "from tests.scripts.test_records import Value; "
-            "sys.exit(run_step('slow', RunDir(Path(%r)), 't', TaskInputs(run_dir=%r, task_id='t'), "
+            "sys.exit(run_step(steps.WAKE, RunDir(Path(%r)), 't', TaskInputs(run_dir=%r, task_id='t'), "
             "lambda: (time.sleep(3), Value(value=7))[1]))") % (str(ROOT), str(tmp_path), str(tmp_path))
     leftover = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
-    lock = RunDir(tmp_path).lock("slow", "t")
+    lock = RunDir(tmp_path).lock(steps.WAKE.name, "t")
     for _ in range(100):
         if lock.exists() and "pid" in lock.read_text():
             break
         time.sleep(0.1)
     calls = []
-    rc = run_step("slow", RunDir(tmp_path), "t", inputs(tmp_path), lambda: calls.append(1) or Value(value=8))
+    rc = run_step(steps.WAKE, RunDir(tmp_path), "t", inputs(tmp_path), lambda: calls.append(1) or Value(value=8))
     assert leftover.wait() == 0 and rc == 0 and calls == []
-    assert json.loads(RunDir(tmp_path).receipt("slow", "t").read_text())["result"] == {"value": 7}
+    assert json.loads(RunDir(tmp_path).receipt(steps.WAKE.name, "t").read_text())["result"] == {"value": 7}

@@ -27,11 +27,12 @@ import pytest
 from programbench import submission
 from programbench.utils.load_data import load_all_instances
 
-from components.profile import Profile
-from components.records import (RESULTS, BaselineSeedResult, EvaluateResult, Event, ExportResult, GateResult,
+from model.profile import Profile
+from model import steps
+from model.records import (BaselineSeedResult, EvaluateResult, Event, ExportResult, GateResult,
                                 Host, KickoffResult, Receipt, Record, RemindersResult, ShutdownResult, read_record)
-from components.rundir import EXPORT_FAILED, RunDir
-from components.step_inputs import ManifestInputs
+from model.rundir import EXPORT_FAILED, RunDir
+from model.step_inputs import ManifestInputs
 from scripts import gate, manifest, report, score, timeline
 from scripts.step import iso, write_atomic, write_marker
 from tests.conftest import require
@@ -276,7 +277,7 @@ class WakeStandIn(Record):
 @pytest.fixture
 def wake_step(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
     """Registers the stand-in wake result as a step's result model and writes its receipt."""
-    monkeypatch.setitem(RESULTS, "wake", WakeStandIn)
+    monkeypatch.setitem(steps.RESULTS, "wake", WakeStandIn)
 
     def write(run: Path, *events: Event) -> None:
         receipt(run, DEMO_TASK, "wake", T0, T0 + 17, WakeStandIn(events=list(events)))

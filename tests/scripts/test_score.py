@@ -9,7 +9,7 @@ import programbench
 import pytest
 
 from scripts import score
-from components.rundir import RunDir
+from model.rundir import RunDir
 from scripts.step import write_marker
 
 TASK = "testorg__calculator.abc1234"

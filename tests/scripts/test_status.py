@@ -7,10 +7,10 @@ import json
 import time
 from pathlib import Path
 
-from components.profile import parse_profile
-from components.records import (ExportResult, KickoffResult, Receipt, Record, Score, SeedResult, ShutdownResult, Wake,
+from model.profile import parse_profile
+from model.records import (ExportResult, KickoffResult, Receipt, Record, Score, SeedResult, ShutdownResult, Wake,
                                 WakeResult)
-from components.rundir import RunDir
+from model.rundir import RunDir
 from scripts import status
 from scripts.step import iso, now, write_atomic
 

@@ -2,7 +2,7 @@
 Agensh services and Mattermost of the demo's stand-in checkout (stacks/demo), and workers that run the real GitHub
 Copilot CLI in ACP sessions (the checkout's ACP driver) against the scripted stand-in model behind the egress proxy.
 
-Every container is started from the project's own contract (`components.roles.spec` of a small test
+Every container is started from the project's own contract (`model.roles.spec` of a small test
 profile): its env, secret env, mounts, command, user, hostname and health check. Each group sits on one internal
 network created here with a free 10.x subnet; the test process reaches the containers by their address. Images
 are built under private test tags and removed at the end, as are the containers and the networks.
@@ -38,14 +38,14 @@ import programbench
 import pytest
 import yaml
 
-from components import addressing, contract
-from components.contract import ADMIN_USER, SHARED_IMAGES, TEAM_ORG, WORKER_DOCKERFILE
-from components.profile import Profile, parse_profile
-from components.records import Receipt, Wake, WakeResult
-from components.roles import HTTP_PORT, ROLES, spec
-from components.rundir import ProfileDir, RunDir
-from components.step_inputs import NudgesInputs
-from components.topology import placements
+from model import addressing, contract
+from model.contract import ADMIN_USER, SHARED_IMAGES, TEAM_ORG, WORKER_DOCKERFILE
+from model.profile import Profile, parse_profile
+from model.records import Receipt, Wake, WakeResult
+from model.roles import HTTP_PORT, ROLES, spec
+from model.rundir import ProfileDir, RunDir
+from model.step_inputs import NudgesInputs
+from model.topology import placements
 from scripts import (activity, calculator, copilot_cli, demo_images, export, nudges, preflight, score, seed,
                      service_images)
 from scripts.chat import post_to_team

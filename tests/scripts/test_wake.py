@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from components.rundir import RunDir
-from components.step_inputs import WakeInputs
+from model.rundir import RunDir
+from model.step_inputs import WakeInputs
 from scripts import wake
 from scripts.calculator import BASE_IMAGE
 from scripts.step import write_atomic

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from components import contract
-from components.profile import ProfileError, parse_profile
+from model import contract
+from model.profile import ProfileError, parse_profile
 from policies import rules
 from scripts.preflight import check_limits
 from tests.unit.test_policies import C, check, check_stack, container, labels, worker
 from tests.unit.test_profile import raw
 
 ROOT = Path(__file__).resolve().parents[2]
-# Literals only components/contract.py may spell (the shell scripts installed on hosts carry their own copies).
+# Literals only model/contract.py may spell (the shell scripts installed on hosts carry their own copies).
 LITERALS = ["agensh.profile", "agensh.role", "agensh.node", "agensh.task", "agensh.kind", "agensh.run-id", "agensh.checkout-revision",
             "com.docker.compose.project", "10000", "task_cleanroom", "_1776_", "gpt-5.6-sol", "/opt/pbench/executable",
             "pbench-admin", "town-square", "LLM_UPSTREAM_TOKEN", "LLM_PROXY_TOKEN", '"omcgitea', "'omcgitea",
@@ -25,14 +25,14 @@ LITERALS = ["agensh.profile", "agensh.role", "agensh.node", "agensh.task", "agen
 
 def test_no_literal_of_the_contract_is_written_twice():
     found = []
-    for folder in ("components", "policies", "scripts"):
+    for folder in ("components", "model", "policies", "scripts"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if path == ROOT / "components" / "contract.py":
+            if path == ROOT / "model" / "contract.py":
                 continue
             text = path.read_text()
             found += [f"{path.relative_to(ROOT)}: {lit}" for lit in LITERALS if lit in text]
     assert found == []
-    contract_text = (ROOT / "components" / "contract.py").read_text()
+    contract_text = (ROOT / "model" / "contract.py").read_text()
     assert [lit for lit in LITERALS if lit not in contract_text] == ["'omcgitea", "65536", "8192"]  # derived there
 
 

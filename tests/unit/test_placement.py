@@ -1,13 +1,13 @@
 """The swarm plan: how many hosts a team needs, where each container goes, and the profile's refusal of a plan
-that does not fit (components/placement.py)."""
+that does not fit (model/placement.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from components import contract, placement
-from components.profile import ProfileError, parse_profile
-from components.topology import placements
+from model import contract, placement
+from model.profile import ProfileError, parse_profile
+from model.topology import placements
 from tests.unit.test_profile import raw
 
 # A host of a given size: 512 GiB and 64 CPUs; the profile's ceilings: workers 64 GiB, routers 8 GiB.
@@ -133,7 +133,7 @@ def test_policy_config_carries_the_node_capacities():
     (8, 512, 64, 2, 1), (32, 512, 64, 2, 3), (120, 512, 64, 2, 11)])
 def test_the_readme_figures(workers: int, memory_gib: int, cpus: int, overcommit: float, hosts: int):
     """README, "One team across several hosts": hosts needed on hosts of a given size (whatever nodes are listed)."""
-    from components.profile import Profile
+    from model.profile import Profile
 
     settings = swarm(workers, 1, memory_overcommit=overcommit)
     settings["swarm"]["nodes"][0].update(memory_gib=memory_gib, cpus=cpus)

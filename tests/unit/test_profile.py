@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from components import catalog, contract
-from components.profile import ProfileError, parse_profile
-from components.roles import spec
-from components.topology import placements
+from model import catalog, contract
+from model.profile import ProfileError, parse_profile
+from model.roles import spec
+from model.topology import placements
 
 TASK = "jgm__pandoc.5caad90"
 CALC = "testorg__calculator.abc1234"
@@ -112,7 +112,7 @@ def test_each_rule(over, key, fragment):
 
 
 def test_structured_config_that_is_not_json_names_its_key():
-    from components.profile import from_config_strings
+    from model.profile import from_config_strings
     with pytest.raises(ProfileError) as err:
         from_config_strings({"tasks": "[\"a\",", "workers": "8"})
     assert err.value.problems[0][0] == "tasks" and "not valid JSON" in err.value.problems[0][1]

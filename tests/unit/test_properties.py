@@ -7,10 +7,10 @@ import ipaddress
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components import catalog
-from components.profile import parse_profile
-from components.schedule import Ramp
-from components.topology import placements
+from model import catalog
+from model.profile import parse_profile
+from model.schedule import Ramp
+from model.topology import placements
 
 TASK_IDS = sorted(catalog.tasks())
 

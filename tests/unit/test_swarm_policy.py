@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import contract, placement
-from components.profile import parse_profile
-from components.topology import placements
+from model import contract, placement
+from model.profile import parse_profile
+from model.topology import placements
 from policies import rules
 from tests.unit.test_placement import swarm
 from tests.unit.test_policies import check, check_stack, labels

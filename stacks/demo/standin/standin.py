@@ -30,7 +30,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ADMIN_USER = "pbench-admin"  # components/contract.py ADMIN_USER
+ADMIN_USER = "pbench-admin"  # model/contract.py ADMIN_USER
 MM_TEAM, MM_CHANNEL = "pbench", "town-square"
 # A complete agent id: `<ProgramBench task id>-<n>`, task ids look like `owner__repo.<7+ hex>` (catalog ids).
 AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,80}__[a-z0-9][a-z0-9_.-]{0,80}\.[0-9a-f]{7,40}-[1-9][0-9]{0,3}$")

@@ -8,7 +8,7 @@ import pulumi
 sys.path.insert(0, os.environ["AGENSH_ROOT"])
 
 from components.host_units import HostUnits  # noqa: E402
-from components.profile import parse_profile  # noqa: E402
+from model.profile import parse_profile  # noqa: E402
 
 cfg = pulumi.Config()
 profile = parse_profile({

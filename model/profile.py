@@ -104,7 +104,7 @@ class Profile(BaseModel):
     cleanroom_digests: dict[str, str] = Field(default_factory=dict, description="task id -> sha256 digest to pin")
     uncached: bool = Field(False, description="--no-cache builds under private tags <profile>-<run id>")
 
-    # Engine: one Docker host, or a Docker Swarm of several (components/placement.py)
+    # Engine: one Docker host, or a Docker Swarm of several (model/placement.py)
     engine: Literal["docker", "swarm"] = Field("docker", description="One Docker host, or a Docker Swarm of several")
     swarm: SwarmSettings | None = Field(None, description="engine=swarm: manager, registry, nodes, placement policy")
 

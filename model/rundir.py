@@ -33,7 +33,6 @@ CREATED_MARKER = ".agensh-profile"  # written when a profile's data directory is
 RUN_FAILED = "RUN_FAILED"
 EXPORT_FAILED = "EXPORT_FAILED"
 MARKERS = (RUN_FAILED, EXPORT_FAILED)
-PRESERVE_RUN = "preserve-run"  # the step that copies a whole run last
 LOCK_SUFFIX = ".lock"  # beside a receipt while its step runs
 
 
@@ -202,10 +201,10 @@ class RunDir:
         """Failure markers standing against a task (its own, or the run's)."""
         return [m for m in MARKERS if self.marker(task_id, m).exists() or self.marker(None, m).exists()]
 
-    def uncopied(self, path: Path) -> bool:
-        """What the copy of a run leaves out: step locks, and the receipt of the step that makes the copy (it is
-        written after the copy)."""
-        return path.suffix == LOCK_SUFFIX or path == self.receipt(PRESERVE_RUN)
+    def uncopied(self, path: Path, copier: str) -> bool:
+        """What the copy of a run leaves out: step locks, and the receipt of the step that makes the copy (`copier`:
+        it is written after the copy)."""
+        return path.suffix == LOCK_SUFFIX or path == self.receipt(copier)
 
     def task_ids(self) -> list[str]:
         """Task directories present (a task appears once a step wrote into it)."""

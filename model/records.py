@@ -278,42 +278,12 @@ class Receipt(BaseModel, Generic[R]):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-# The result model of each step, by its receipt name.
-RESULTS: dict[str, type[Record]] = {
-    "preflight-host": PreflightResult, "preflight-model": PreflightResult, "manifest-start": ManifestStart,
-    "manifest-finish": ManifestFinish, "seed": SeedResult, "wake": WakeResult, "kickoff": KickoffResult,
-    "reminders": RemindersResult, "nudges": NudgesResult, "export": ExportResult, "shutdown": ShutdownResult, "evaluate": EvaluateResult, "score": Score,
-    "baseline-seed": BaselineSeedResult, "preserve-task": PreserveResult, "preserve-run": PreserveResult,
-    "report": ReportResult,
-}
-
-
-def parse_receipt(step: str, text: str) -> Receipt[Any]:
-    return Receipt[RESULTS[step]].model_validate_json(text)  # type: ignore[index]
-
-
-def read_receipt(rd: RunDir, step: str, task_id: str | None = None) -> Receipt[Any] | None:
-    path = rd.receipt(step, task_id)
-    return parse_receipt(step, path.read_text()) if path.exists() else None
-
-
-def result_of(rd: RunDir, step: str, task_id: str | None, model: type[R]) -> R | None:
-    """The result of a step that completed, or None (not run, or failed)."""
-    return ok_result(read_receipt(rd, step, task_id), model)
-
-
 def ok_result(receipt: Receipt[Any] | None, model: type[R]) -> R | None:
     """A receipt's result when its step completed, or None (not run, or failed)."""
     if receipt is None or receipt.status != "ok" or receipt.result is None:
         return None
     assert isinstance(receipt.result, model), (receipt.step, type(receipt.result))
     return receipt.result
-
-
-def receipt_from_stdout(step: str, stdout: str) -> Receipt[Any] | None:
-    """The receipt a step printed last on stdout (None when nothing ran, e.g. in preview)."""
-    lines = (stdout or "").strip().splitlines()
-    return parse_receipt(step, lines[-1]) if lines else None
 
 
 # --- the result index -----------------------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+"""The step table: the one place each step of an experiment is named.
+
+A step is a program of `scripts/` that a command resource runs (`python -m scripts.<program> <args>`, components/
+steps.py) with its typed inputs, and that leaves a typed receipt in the run directory (scripts/lib/step.py). The
+components declare steps from this table, the programs run under it and the readers look receipts up through it,
+so a step cannot be declared, run or read under a name the table does not have (tests/unit/test_step_table.py).
+
+The names are in every running stack's state (a step resource's logical name ends with `resource`, its command
+names `program` and `args`): renaming one re-runs that step in every stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from . import records as r
+from . import step_inputs as si
+from .rundir import RunDir
+
+R = TypeVar("R", bound=r.Record)
+
+
+@dataclass(frozen=True)
+class StepDef:
+    """One step: `name` is its receipt's name (`receipts/<name>.json`), unique in the table."""
+
+    name: str
+    program: str  # the module of scripts/ the resource runs
+    inputs: type[BaseModel]
+    result: type[r.Record] | None  # None: the program leaves no receipt (it prepares directories)
+    args: str = ""  # the program's argument (one program serves several steps)
+    resource: str = ""  # the end of the resource's logical name (default: the name)
+    delete: str = ""  # the program's argument on `pulumi destroy` (none: nothing to undo)
+
+    @property
+    def suffix(self) -> str:
+        return self.resource or self.name
+
+    @property
+    def module(self) -> str:
+        return f"scripts.{self.program}"
+
+
+PROFILE_DATA = StepDef("profile-data", "profile_data", si.ProfileDataInputs, None, args="create", delete="delete")
+SWARM_NODES = StepDef("swarm-nodes", "swarm_nodes", si.SwarmNodesInputs, None, args="create", resource="nodes",
+                      delete="delete")
+PREFLIGHT_HOST = StepDef("preflight-host", "preflight", si.PreflightHostInputs, r.PreflightResult, args="host")
+MANIFEST_START = StepDef("manifest-start", "manifest", si.ManifestInputs, r.ManifestStart, args="start")
+PREFLIGHT_MODEL = StepDef("preflight-model", "preflight", si.PreflightModelInputs, r.PreflightResult, args="model")
+SEED = StepDef("seed", "seed", si.SeedInputs, r.SeedResult)
+WAKE = StepDef("wake", "wake", si.WakeInputs, r.WakeResult)
+KICKOFF = StepDef("kickoff", "kickoff", si.KickoffInputs, r.KickoffResult)
+EXPORT = StepDef("export", "export", si.GiteaInputs, r.ExportResult)
+REMINDERS = StepDef("reminders", "reminders", si.RemindersInputs, r.RemindersResult)
+NUDGES = StepDef("nudges", "nudges", si.NudgesInputs, r.NudgesResult)
+SHUTDOWN = StepDef("shutdown", "shutdown", si.ShutdownInputs, r.ShutdownResult)
+BASELINE_SEED = StepDef("baseline-seed", "baseline", si.BaselineSeedInputs, r.BaselineSeedResult, args="seed")
+# the baseline's stop at the deadline leaves the task's shutdown receipt under its own resource
+BASELINE_STOP = StepDef("shutdown", "baseline", si.BaselineStopInputs, r.ShutdownResult, args="stop",
+                        resource="baseline-stop")
+EVALUATE = StepDef("evaluate", "evaluate", si.EvaluateInputs, r.EvaluateResult)
+SCORE = StepDef("score", "score", si.ScoreInputs, r.Score)
+PRESERVE_TASK = StepDef("preserve-task", "preserve", si.PreserveInputs, r.PreserveResult, args="task",
+                        resource="preserve")
+MANIFEST_FINISH = StepDef("manifest-finish", "manifest", si.ManifestInputs, r.ManifestFinish, args="finish")
+REPORT = StepDef("report", "report", si.Inputs, r.ReportResult, args="step")
+# the run's last step: it copies the whole run, and its delete refuses a destroy while results would be lost
+PRESERVE_RUN = StepDef("preserve-run", "preserve", si.PreserveInputs, r.PreserveResult, args="run", delete="guard")
+
+STEPS: tuple[StepDef, ...] = (
+    PROFILE_DATA, SWARM_NODES, PREFLIGHT_HOST, MANIFEST_START, PREFLIGHT_MODEL, SEED, WAKE, KICKOFF, EXPORT,
+    REMINDERS, NUDGES, SHUTDOWN, BASELINE_SEED, BASELINE_STOP, EVALUATE, SCORE, PRESERVE_TASK, MANIFEST_FINISH,
+    REPORT, PRESERVE_RUN,
+)
+# The result model of each receipt name (two steps, the team's shutdown and the baseline's stop, share one).
+RESULTS: dict[str, type[r.Record]] = {s.name: s.result for s in STEPS if s.result is not None}
+
+
+def known(step: StepDef) -> StepDef:
+    """The step itself, refused when it is not one of the table's."""
+    if step not in STEPS:
+        raise ValueError(f"{step.name}: not a step of model/steps.py")
+    return step
+
+
+def parse_receipt(name: str, text: str) -> r.Receipt[Any]:
+    """A receipt file's text as its step's typed receipt (`name`: a receipt name found on disk)."""
+    return r.Receipt[RESULTS[name]].model_validate_json(text)  # type: ignore[index]
+
+
+def read_receipt(rd: RunDir, step: StepDef, task_id: str | None = None) -> r.Receipt[Any] | None:
+    path = rd.receipt(known(step).name, task_id)
+    return parse_receipt(step.name, path.read_text()) if path.exists() else None
+
+
+def result_of(rd: RunDir, step: StepDef, task_id: str | None, model: type[R]) -> R | None:
+    """The result of a step that completed, or None (not run, or failed)."""
+    return r.ok_result(read_receipt(rd, step, task_id), model)
+
+
+def receipt_from_stdout(step: StepDef, stdout: str) -> r.Receipt[Any] | None:
+    """The receipt a step printed last on stdout (None when nothing ran, e.g. in preview)."""
+    lines = (stdout or "").strip().splitlines()
+    return parse_receipt(step.name, lines[-1]) if lines else None
+
+
+def receipt_path(rd: RunDir, step: StepDef, task_id: str | None = None) -> Path:
+    return rd.receipt(known(step).name, task_id)
