@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from typing import Callable
 
 import pulumi
 import pulumi_docker as docker
-from pulumi_docker import _utilities as docker_sdk
 
 from .images import Images
+from .sdk import Container, shared_outputs
 from .networks import Networks, docker_labels
 from model.profile import Profile
 from model.roles import ROLES, ServiceSpec, spec
@@ -24,21 +23,6 @@ WAIT_TIMEOUT_S = 180
 # How an engine declares one container of the topology (Platform and Team call it with what it waits for): a
 # container here, a swarm service in components/swarm.py. The engine derives its spec and waits for its image too.
 Declare = Callable[[str, Placement, pulumi.ResourceOptions], pulumi.Resource]
-
-
-class Container(pulumi.CustomResource):
-    """A docker.Container registered with only the inputs it is given.
-
-    The SDK's docker.Container registers all of its ~90 properties, the unset ones too, and the Python SDK makes an
-    Output and its futures for each of them: about half of the program's CPU in a 128 x 5 preview (README,
-    "Performance"). To the engine, the provider, the state and the policy pack this is the same resource: the same
-    type token, provider version and inputs (tests/components/test_containers.py compares them); only the program
-    holds fewer Outputs (one per given input, and the id).
-    """
-
-    def __init__(self, resource_name: str, args: docker.ContainerArgs, opts: pulumi.ResourceOptions):
-        super().__init__("docker:index/container:Container", resource_name, args,
-                         pulumi.ResourceOptions.merge(docker_sdk.get_resource_opts_defaults(), opts))
 
 
 def declarer(p: Profile, nets: Networks, secrets: dict[str, pulumi.Output[str]], images: Images) -> Declare:
@@ -68,10 +52,8 @@ SecretEntry = Callable[[str, str], pulumi.Output[str]]  # (variable, secret key)
 
 
 def secret_entries(secrets: dict[str, pulumi.Output[str]]) -> SecretEntry:
-    """`NAME=value` of each secret variable, made once and shared by every container that gets it: an Output made
-    per container (one per router and worker) was ~a seventh of the program's CPU in a 128 x 5 preview (README,
-    "Performance")."""
-    @functools.cache
+    """`NAME=value` of each secret variable, made once and shared by every container that gets it (components/sdk.py)."""
+    @shared_outputs
     def entry(var: str, key: str) -> pulumi.Output[str]:
         return pulumi.Output.concat(var, "=", secret_value(var, key, secrets))
     return entry

@@ -32,7 +32,7 @@ from model.rundir import CopyDir, ProfileDir, RunDir
 from .steps import Step
 from .swarm import Swarm
 from .team import Team
-from model.topology import members, network_names, networks, placements
+from model.topology import Layout
 
 
 def checkout_revision(path: Path) -> str | None:
@@ -50,12 +50,13 @@ class Experiment(pulumi.ComponentResource):
         self.revision = checkout_revision(self.checkout)
         self.run_dir = str(RunDir.of(p).path)
         self.copy_dir = str(CopyDir.of(p.traj_root, p.profile, p.run_id).path)
+        self.layout = layout = Layout.of(p)
 
         self.data_inputs = si.ProfileDataInputs(profile_dir=str(ProfileDir.of(p).path), profile=p.profile,
                                                 traj_root=p.traj_root)
         data = Step(name, steps.PROFILE_DATA, self.data_inputs, self.opts())
         # the engine: this host's Docker, or a swarm through its manager (components/swarm.py)
-        self.swarm = Swarm(f"{name}-swarm", p, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
+        self.swarm = Swarm(f"{name}-swarm", p, layout, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
         self.host_units = None
         self.units: list[HostUnits] = []  # the slice and guard every container waits for: this host's, each node's
         if p.host_units != "off":
@@ -66,7 +67,7 @@ class Experiment(pulumi.ComponentResource):
         self.docker_env = {"DOCKER_HOST": self.swarm.s.docker_host} if self.swarm else {}
         engine = self.opts() if self.swarm is None else pulumi.ResourceOptions(
             parent=self, providers={"docker": self.swarm.provider})
-        self.networks = Networks(f"{name}-net", p, self.opts()) if self.swarm is None else None
+        self.networks = Networks(f"{name}-net", p, layout, self.opts()) if self.swarm is None else None
         self.images = Images(f"{name}-images", p, self.checkout, self.revision, engine)
         if self.swarm is not None:
             self.swarm.publish(self.images)
@@ -78,9 +79,9 @@ class Experiment(pulumi.ComponentResource):
 
         self.teams: list[Team] = []
         if not p.run_steps:  # the bare topology: services after the host units, each team after the services
-            self.platform = Platform(f"{name}-platform", p, self.declare,
+            self.platform = Platform(f"{name}-platform", layout, self.declare,
                                      [data, *self.units], self.opts())
-            self.teams = [Team(f"{name}-{contract.task_slug(t)}", p, t, self.declare,
+            self.teams = [Team(f"{name}-{contract.task_slug(t)}", layout, t, self.declare,
                                [self.platform], self.opts()) for t in p.tasks]
             record: pulumi.Input[dict[str, Any]] = {"steps": "off"}
         else:
@@ -92,10 +93,10 @@ class Experiment(pulumi.ComponentResource):
             "report": str(RunDir.of(p).report) if p.run_steps else None,
             "copy": self.copy_dir if p.run_steps else None,
             "profile_digest": p.digest(),
-            "networks": {k: str(n) for k, n in networks(p).items()},
-            "addresses": {c.name: c.addresses for c in placements(p)}
+            "networks": {k: str(n) for k, n in layout.networks.items()},
+            "addresses": {c.name: c.addresses for c in layout.placements}
             if self.swarm is None else {},  # a swarm's services have names, no fixed addresses
-            **({"nodes": {c.name: self.swarm.on(c).name for c in placements(p)}} if self.swarm else {}),
+            **({"nodes": {c.name: self.swarm.on(c).name for c in layout.placements}} if self.swarm else {}),
             "ports": p.ports,
             "images": self.images.ids,
             **({"registry_digests": self.swarm.digests} if self.swarm else {}),
@@ -118,8 +119,8 @@ class Experiment(pulumi.ComponentResource):
             copilot_version=p.copilot_version,
             revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
             checkout_revision=self.revision,
-            subnets=[str(n) for n in networks(p).values()],
-            networks=sorted(network_names(p).values()), ports=sorted(p.ports.values()), limits=p.limits,
+            subnets=[str(n) for n in self.layout.networks.values()],
+            networks=sorted(self.layout.network_names.values()), ports=sorted(p.ports.values()), limits=p.limits,
         ), self.opts(data, self.networks, self.images, *self.units), once_per_run=p.run_id,
             late={"host_units_receipt": self.host_units.receipt} if self.host_units else None, env=self.docker_env)
         manifest_inputs = si.ManifestInputs(
@@ -131,7 +132,7 @@ class Experiment(pulumi.ComponentResource):
         manifest = Step(name, steps.MANIFEST_START, manifest_inputs, self.opts(preflight),
                         once_per_run=p.run_id, late={"images": images})
         self.platform = Platform(
-            f"{name}-platform", p, self.declare,
+            f"{name}-platform", self.layout, self.declare,
             [manifest, *self.units], self.opts(),
             gate=lambda model_path: Step(name, steps.PREFLIGHT_MODEL, si.PreflightModelInputs(
                 run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort,
@@ -181,7 +182,7 @@ class Experiment(pulumi.ComponentResource):
         """Each agent of a task, and the directory its archive is sealed into in this run."""
         pd = ProfileDir.of(self.p)
         return {agent: str(pd.archive_dir(agent, self.p.run_id))
-                for agent in (contract.agent_id(task, c.index or 0) for c in members(self.p, task, "worker"))}
+                for agent in (contract.agent_id(task, c.index or 0) for c in self.layout.members(task, "worker"))}
 
     def _gitea(self, task: str) -> dict[str, str]:
         return {"gitea_url": operator_url(self.p, "gitea"), "gitea_user": contract.ADMIN_USER,
@@ -192,7 +193,7 @@ class Experiment(pulumi.ComponentResource):
         """Seed -> routers and workers -> kickoff -> export -> shutdown; returns the shutdown step."""
         name, p, secrets = self.name, self.p, self.secrets
         slug = contract.task_slug(task)
-        archives = dict(zip((c.name for c in members(p, task, "worker")), self._archives(task).values()))
+        archives = dict(zip((c.name for c in self.layout.members(task, "worker")), self._archives(task).values()))
         gitea_password = {"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]}
         mattermost = {"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]}
         base = {"run_dir": self.run_dir, "task_id": task}
@@ -200,7 +201,7 @@ class Experiment(pulumi.ComponentResource):
         seed = Step(f"{name}-{slug}", steps.SEED, si.SeedInputs(
             **base, **self._gitea(task), cleanroom_image=p.cleanroom_image(task), archive_dirs=list(archives.values())),
             self.opts(*after), secrets=gitea_password, env=self.docker_env)
-        team = Team(f"{name}-{slug}", p, task, self.declare, [seed], self.opts())
+        team = Team(f"{name}-{slug}", self.layout, task, self.declare, [seed], self.opts())
         self.teams.append(team)
         swarm = self.swarm is not None
         wake = Step(f"{name}-{slug}", steps.WAKE, si.WakeInputs(
@@ -219,7 +220,7 @@ class Experiment(pulumi.ComponentResource):
             **chat, workers=dict(zip(archives, self._archives(task))), idle_nudge_s=p.idle_nudge_s,
             idle_check_s=p.idle_check_s, services=swarm), self.opts(kickoff), secrets=mattermost, env=self.docker_env)
         return Step(f"{name}-{slug}", steps.SHUTDOWN, si.ShutdownInputs(
-            **base, grace_s=p.export_grace_s, workers=archives, routers=[c.name for c in members(p, task, "router")],
+            **base, grace_s=p.export_grace_s, workers=archives, routers=[c.name for c in self.layout.members(task, "router")],
             services=swarm), self.opts(export, reminders, nudges), env=self.docker_env,
             late={"collect": self.swarm.archives(task)} if self.swarm else None)
 
@@ -229,7 +230,7 @@ class Experiment(pulumi.ComponentResource):
         name, p = self.name, self.p
         slug = contract.task_slug(task)
         pd = ProfileDir.of(p)
-        (worker,), (sidecar,) = members(p, task, "worker"), members(p, task, "snapshot")
+        (worker,), (sidecar,) = self.layout.members(task, "worker"), self.layout.members(task, "snapshot")
         archive = str(pd.archive_dir(contract.agent_id(task, 1), p.run_id))
         base = {"run_dir": self.run_dir, "task_id": task, "workspace": str(pd.workspace),
                 "worker_image": p.worker_image(task)}
@@ -238,7 +239,7 @@ class Experiment(pulumi.ComponentResource):
             provenance={"profile": p.model_dump(mode="json"), "profile_digest": p.digest(),
                         "worker_image": p.worker_image(task), "cleanroom_image": p.cleanroom_image(task)},
         ), self.opts(*after))
-        team = Team(f"{name}-{slug}", p, task, self.declare, [seed], self.opts())
+        team = Team(f"{name}-{slug}", self.layout, task, self.declare, [seed], self.opts())
         self.teams.append(team)
         return Step(f"{name}-{slug}", steps.BASELINE_STOP, si.BaselineStopInputs(
             **base, worker=worker.name, sidecar=sidecar.name, archive_dir=archive, grace_s=p.export_grace_s),

@@ -10,15 +10,14 @@ from typing import Callable
 import pulumi
 
 from .containers import Declare
-from model.profile import Profile
 from model.roles import ROLES
-from model.topology import Placement, placements
+from model.topology import Layout, Placement
 
 
 class Platform(pulumi.ComponentResource):
     services: dict[str, pulumi.Resource]
 
-    def __init__(self, name: str, profile: Profile, declare: Declare, after: list[pulumi.Resource],
+    def __init__(self, name: str, layout: Layout, declare: Declare, after: list[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None,
                  gate: Callable[[list[pulumi.Resource]], pulumi.Resource] | None = None):
         """`declare`: the engine's declaration of one container. `after`: what every service waits for (a component's
@@ -32,7 +31,7 @@ class Platform(pulumi.ComponentResource):
             self.services[c.role] = declare(f"{name}-{c.role}", c,
                                             pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps]))
 
-        platform = [c for c in placements(profile) if not ROLES[c.role].per_task]
+        platform = [c for c in layout.placements if not ROLES[c.role].per_task]
         first = [c for c in platform if gate and ROLES[c.role].model_path]
         for c in first:
             add(c, after)

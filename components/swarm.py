@@ -28,7 +28,8 @@ import pulumi_docker as docker
 
 from model import contract, placement, steps
 from model import step_inputs as si
-from .containers import HEALTH, Container, after_image, env_list, secret_entries, secret_value
+from .containers import HEALTH, after_image, env_list, secret_entries, secret_value
+from .sdk import Container
 from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels, docker_networks
@@ -36,7 +37,7 @@ from model.profile import Profile
 from model.roles import ROLES, SCRIPTS, Mount, ServiceSpec, spec
 from model.rundir import ProfileDir
 from .steps import Step
-from model.topology import Placement, members, network_names, placements
+from model.topology import Layout, Placement
 
 CONVERGE = {"delay": "2s", "timeout": "5m"}
 MODEL_SECRET_KEY = "llm_upstream_token"
@@ -64,18 +65,19 @@ class Swarm(pulumi.ComponentResource):
     refs: dict[str, pulumi.Output[str]]  # image name -> `<registry>/<repo>@<digest>`
     digests: pulumi.Output[dict[str, str]]
 
-    def __init__(self, name: str, p: Profile, secrets: dict[str, pulumi.Output[str]], checkout: Path,
+    def __init__(self, name: str, p: Profile, layout: Layout, secrets: dict[str, pulumi.Output[str]], checkout: Path,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("agensh:index:Swarm", name, None, opts)
         assert p.swarm is not None
         self.name, self.p, self.s, self.secrets, self.checkout = name, p, p.swarm, secrets, checkout
+        self.layout = layout
         self.entry = secret_entries(secrets)
         self.plan = placement.plan(p)
         self.provider = docker.Provider(
             f"{name}-manager", host=self.s.docker_host,
             registry_auth=[docker.ProviderRegistryAuthArgs(address=f"http://{self.s.registry}", auth_disabled=True)],
             opts=pulumi.ResourceOptions(parent=self))
-        self.networks = docker_networks(name, p, self._child(), overlay=True)
+        self.networks = docker_networks(name, p, layout, self._child(), overlay=True)
         self.model_secret = docker.Secret(
             f"{name}-model-credential", data=secrets[MODEL_SECRET_KEY].apply(b64),
             labels=[docker.SecretLabelArgs(label=k, value=v) for k, v in sorted(p.labels("model-credential").items())],
@@ -83,7 +85,7 @@ class Swarm(pulumi.ComponentResource):
         self.configs = self._checkout_configs()
         self.refs: dict[str, pulumi.Output[str]] = {}
         self.digests = pulumi.Output.from_input({})
-        self.register_outputs({"networks": network_names(p)})
+        self.register_outputs({"networks": layout.network_names})
 
     def _child(self, **kw) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, provider=self.provider, **kw)
@@ -91,7 +93,7 @@ class Swarm(pulumi.ComponentResource):
     def _checkout_configs(self) -> dict[str, docker.ServiceConfig]:
         """Each file the services mount from the manager only (see `from_manager`), by its path, as a swarm config."""
         out = {}
-        sources = {Path(m.host_path) for c in placements(self.p) for m in spec(self.p, c).mounts
+        sources = {Path(m.host_path) for c in self.layout.placements for m in spec(self.p, c).mounts
                    if not spec(self.p, c).one_shot and self.from_manager(m)}
         files = {f for src in sources for f in ([src] if src.is_file() else src.rglob("*")) if f.is_file()}
         for path in sorted(files):
@@ -106,7 +108,7 @@ class Swarm(pulumi.ComponentResource):
     def publish(self, images: Images) -> None:
         """Tag every image a service runs into the manager's registry and push it; services run it by digest."""
         self.images = images
-        wanted = sorted({s.image for s in (spec(self.p, c) for c in placements(self.p)) if not s.one_shot})
+        wanted = sorted({s.image for s in (spec(self.p, c) for c in self.layout.placements) if not s.one_shot})
         pushed = {}
         for image in wanted:
             built = images.by_name[image]
@@ -135,7 +137,7 @@ class Swarm(pulumi.ComponentResource):
             views = {node.name: on_node(self.p, node) for node in self.s.nodes}
             dirs: dict[str, set[str]] = {name: set() for name in views}
             owned: dict[str, set[str]] = {name: set() for name in views}
-            for c in placements(self.p):  # each container once, on the node the plan gives it
+            for c in self.layout.placements:  # each container once, on the node the plan gives it
                 node = self.on(c).name
                 s = spec(views[node], c)
                 for m in () if s.one_shot else s.mounts:
@@ -169,7 +171,7 @@ class Swarm(pulumi.ComponentResource):
 
         def where(ref: str) -> dict[str, si.NodeArchive]:
             out = {}
-            for c in members(self.p, task, "worker"):
+            for c in self.layout.members(task, "worker"):
                 node = self.on(c)
                 host = self.s.docker_host_of(node)
                 if node.role != "manager" and host is not None:

@@ -7,19 +7,18 @@ import pulumi
 
 from model import contract
 from .containers import Declare
-from model.profile import Profile
-from model.topology import placements
+from model.topology import Layout
 
 
 class Team(pulumi.ComponentResource):
     members: dict[str, list[pulumi.Resource]]  # by role: routers, workers, the baseline's snapshot sidecar
 
-    def __init__(self, name: str, profile: Profile, task: str, declare: Declare, after: list[pulumi.Resource],
+    def __init__(self, name: str, layout: Layout, task: str, declare: Declare, after: list[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         """`after`: what every router and worker waits for (the task's seed step)."""
         super().__init__("agensh:index:Team", name, None, opts)
         self.members = {}
-        for c in placements(profile):
+        for c in layout.placements:
             if c.task != task:
                 continue
             made = declare(f"{name}-{c.role}-{c.index}", c, pulumi.ResourceOptions(parent=self, depends_on=after))

@@ -45,28 +45,31 @@ class Placement:
 
 
 def networks(p: Profile) -> dict[str, ipaddress.IPv4Network]:
-    """The profile's networks by kind (each derived once here)."""
+    """The profile's networks by kind."""
     nets = {"internal": p.internal_network, "egress": p.egress_network, "operator": p.operator_network,
             "data": p.data_network}
     return {k: n for k, n in nets.items() if n is not None}
 
 
-def network_names(p: Profile) -> dict[str, str]:
-    return {k: contract.resource_name(p.profile, k) for k in networks(p)}
+@dataclass(frozen=True)
+class Layout:
+    """What a profile's topology is, derived once: its networks, their names, and every container's placement.
 
+    The program derives it once and hands it to each component: it asks for a task's members ~40 times, and at
+    128 x 5 deriving the placements took a second of the preview's serial start (docs/performance.md)."""
 
-_placed: tuple[Profile, tuple[Placement, ...]] | None = None  # the last profile asked about, and its placements
+    networks: dict[str, ipaddress.IPv4Network]
+    network_names: dict[str, str]
+    placements: tuple[Placement, ...]  # platform first, then routers and workers task by task
 
+    @classmethod
+    def of(cls, p: Profile) -> Layout:
+        nets = networks(p)
+        return cls(nets, {k: contract.resource_name(p.profile, k) for k in nets}, tuple(_derive(p)))
 
-def placements(p: Profile) -> list[Placement]:
-    """Every container of the profile, platform first, then routers and workers task by task.
-
-    Derived once per profile object: a program asks for them ~40 times (members of each task and role), and at
-    128 x 5 deriving them took a second of the preview's serial start (README, "Performance")."""
-    global _placed
-    if _placed is None or _placed[0] is not p:
-        _placed = (p, tuple(_derive(p)))
-    return list(_placed[1])
+    def members(self, task: str, role: str) -> list[Placement]:
+        """A task's routers or workers, in order."""
+        return [c for c in self.placements if c.task == task and c.role == role]
 
 
 def _derive(p: Profile) -> list[Placement]:
@@ -102,6 +105,14 @@ def _derive(p: Profile) -> list[Placement]:
     return out
 
 
+# TRANSITIONAL (removed once scripts/ use Layout.of)
+def placements(p: Profile) -> list[Placement]:
+    return list(Layout.of(p).placements)
+
+
 def members(p: Profile, task: str, role: str) -> list[Placement]:
-    """A task's routers or workers, in order."""
-    return [c for c in placements(p) if c.task == task and c.role == role]
+    return Layout.of(p).members(task, role)
+
+
+def network_names(p: Profile) -> dict[str, str]:
+    return Layout.of(p).network_names

@@ -1,0 +1,90 @@
+"""Workarounds for the pinned Pulumi Python SDKs, in one place, each with its reason and what it saved when measured.
+
+Each was measured on a 128-worker, 5-task preview (1,377 resources) on the 2-core machine (docs/performance.md) with
+the versions in `MEASURED_WITH`. When a pin moves (scripts/versions.env), `check()` stops the program until someone
+measures each workaround again, keeps or drops it, and updates `MEASURED_WITH` (tests/unit/test_sdk_pins.py checks
+that it matches the pins).
+
+| workaround | why | measured gain |
+|---|---|---|
+| `quiet_debug_log` | the SDK sends four debug messages per resource, each a blocking RPC on the event loop's thread, shown only with `--debug` | 7 s of a 46 s preview |
+| `defer_gc`, `registrations_started` | declaring allocates much and frees almost nothing; the collector walked the growing graph again and again, and the SDK rescanned every pending Output while no registration had started | half of the declaration's CPU; ~100 s of CPU |
+| `Container` | the SDK's `docker.Container` makes an Output and its futures for each of its ~90 properties, set or not | about half of the program's CPU |
+| `shared_outputs` | one Output per secret variable, shared by every container that gets it, instead of one per container | about a seventh of the program's CPU |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+import importlib.metadata
+import os
+from typing import Callable, TypeVar
+
+import pulumi
+import pulumi.log
+import pulumi_docker as docker
+from pulumi_docker import _utilities as docker_sdk
+
+MEASURED_WITH = {"pulumi": "3.272.0", "pulumi_docker": "5.1.0", "pulumi_command": "1.2.1"}
+SDK_DEBUG = "AGENSH_SDK_DEBUG"  # set to 1 to send the SDK's own debug messages again (seen with `pulumi --debug`)
+T = TypeVar("T")
+
+
+def check() -> None:
+    """Stop when an installed SDK is not the version the workarounds were measured with."""
+    found = {name: importlib.metadata.version(name) for name in MEASURED_WITH}
+    moved = {name: v for name, v in found.items() if v != MEASURED_WITH[name]}
+    if moved:
+        raise RuntimeError(
+            f"the Pulumi SDKs moved ({', '.join(f'{n} {MEASURED_WITH[n]} -> {v}' for n, v in moved.items())}): "
+            "measure each workaround of components/sdk.py again (docs/performance.md), then update MEASURED_WITH")
+
+
+def apply() -> None:
+    """Every workaround that acts on the program as a whole; call once, before anything is declared."""
+    check()
+    if os.environ.get(SDK_DEBUG) != "1":
+        quiet_debug_log()
+    defer_gc()
+
+
+def quiet_debug_log() -> None:
+    pulumi.log.debug = lambda *args, **kwargs: None
+
+
+def defer_gc() -> None:
+    """No garbage collection while the program declares (see `registrations_started` for when it resumes)."""
+    gc.disable()
+
+
+async def registrations_started() -> None:
+    """Yield once to the event loop so every resource's registration starts before the SDK waits for them.
+
+    The SDK waits for its outstanding RPCs one by one, but only for those already started; when none has started yet
+    it falls back to waiting on every pending Output at once, re-scanning all of them each time one resolves. After
+    this yield that costs nothing. What the program declared lives until the end: frozen, the garbage collector, on
+    again, stops walking it while the registrations resolve.
+    """
+    gc.freeze()
+    gc.enable()
+    await asyncio.sleep(0)
+
+
+class Container(pulumi.CustomResource):
+    """A docker.Container registered with only the inputs it is given.
+
+    To the engine, the provider, the state and the policy pack this is the same resource as the SDK's: the same type
+    token, provider version and inputs (tests/components/test_containers.py compares them); only the program holds
+    fewer Outputs (one per given input, and the id).
+    """
+
+    def __init__(self, resource_name: str, args: docker.ContainerArgs, opts: pulumi.ResourceOptions):
+        super().__init__("docker:index/container:Container", resource_name, args,
+                         pulumi.ResourceOptions.merge(docker_sdk.get_resource_opts_defaults(), opts))
+
+
+def shared_outputs(make: Callable[[str, str], T]) -> Callable[[str, str], T]:
+    """`make`, called once per distinct argument pair and shared after that."""
+    return functools.cache(make)
