@@ -1,32 +1,32 @@
-# The two front-door commands. Both set the machine up first (idempotent; see scripts/setup.sh).
+# The two front-door commands. Both set the machine up first (idempotent; see scripts/setup/setup.sh).
 SHELL := /bin/bash
 .PHONY: setup test demo demo-destroy down preview up schedule status
 
 setup:
-	@bash scripts/setup.sh
+	@bash scripts/setup/setup.sh
 
 test: setup
-	@. scripts/env.sh && bash scripts/run-tests.sh
+	@. scripts/env.sh && bash scripts/setup/run-tests.sh
 
 demo: setup
-	@. scripts/env.sh && bash scripts/demo.sh
+	@. scripts/env.sh && bash scripts/setup/demo.sh
 
 demo-destroy:
 	@. scripts/env.sh && pulumi destroy --yes --skip-preview -s demo
 
 down:
 	@test -n "$(PROFILE)" || { echo "usage: make down PROFILE=<profile>"; exit 2; }
-	@bash scripts/down.sh "$(PROFILE)"
+	@bash scripts/host/down.sh "$(PROFILE)"
 
 # The documented launch: the policy pack (with the stack's own numbers, stacks/<stack>.policy.json) checks the preview
 # before anything changes.
 PACK = --policy-pack policies $(if $(wildcard stacks/$(STACK).policy.json),--policy-pack-config stacks/$(STACK).policy.json)
 
-# A preview runs with scripts/preview.env: no per-step checkpoint, fewer Go garbage collections, no provider plan
-# (README "Performance").
+# A preview runs with scripts/setup/preview.env: no per-step checkpoint, fewer Go garbage collections, no provider plan
+# (docs/performance.md).
 preview:
 	@test -n "$(STACK)" || { echo "usage: make preview STACK=<stack>"; exit 2; }
-	@. scripts/env.sh && set -a && . scripts/preview.env && set +a && pulumi preview -s "$(STACK)" $(PACK)
+	@. scripts/env.sh && set -a && . scripts/setup/preview.env && set +a && pulumi preview -s "$(STACK)" $(PACK)
 
 up:
 	@test -n "$(STACK)" || { echo "usage: make up STACK=<stack>"; exit 2; }
@@ -35,8 +35,8 @@ up:
 # A delayed launch at the stack's agensh:start_at (systemd service + timer): ACTION=install (default), remove, status.
 schedule:
 	@test -n "$(STACK)" || { echo "usage: make schedule STACK=<stack> [ACTION=install|remove|status]"; exit 2; }
-	@.venv/bin/python -m scripts.schedule $(or $(ACTION),install) "$(STACK)"
+	@.venv/bin/python -m scripts.cli schedule $(or $(ACTION),install) "$(STACK)"
 
 status:
 	@test -n "$(STACK)" || { echo "usage: make status STACK=<stack>"; exit 2; }
-	@.venv/bin/python -m scripts.status "$(STACK)"
+	@.venv/bin/python -m scripts.cli status "$(STACK)"

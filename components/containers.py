@@ -90,7 +90,7 @@ def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets
         memory=s.memory_mb,
         healthcheck=health,
         # Only what differs from the provider's defaults (start, must_run; no wait, attach, logs or restart): every
-        # input given costs the provider's Check and Create again per container (README, "Performance").
+        # input given costs the provider's Check and Create again per container (docs/performance.md).
         wait=True if waits else None,
         wait_timeout=WAIT_TIMEOUT_S if waits else None,
         must_run=False if s.one_shot or s.stopped_on_purpose else None,

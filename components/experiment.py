@@ -1,4 +1,4 @@
-"""Experiment: the top-level component of one profile stack (DESIGN.md, "The stack's graph").
+"""Experiment: the top-level component of one profile stack (docs/design.md, "The stack's graph").
 
     HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> egress proxy (+ stand-in model)
         -> Preflight(model) -> the other platform services
@@ -172,7 +172,7 @@ class Experiment(pulumi.ComponentResource):
             archive_dirs={a: d for t in p.tasks for a, d in self._archives(t).items()}, guard=self.data_inputs),
             self.opts(report), triggers=[p.eval_attempt])
 
-        # the gate runs after `up` (scripts/gate.py); the next `up` shows its verdict here
+        # the gate runs after `up` (scripts/cli/gate.py); the next `up` shows its verdict here
         return pulumi.Output.all(manifest.receipt, finish.receipt, *[s.receipt for s in scores]).apply(
             lambda r: records.provenance(p.profile, p.run_id, p.digest(), r[0], list(r[2:]), r[1],
                                          records.read_record(RunDir.of(p).gate, records.GateResult),

@@ -29,7 +29,7 @@ def install_script(profile: Profile) -> str:
     if profile.host_units == "remote":  # the guard script travels with the units
         assert HEREDOC_END not in guard
         lines.append(f"GUARD_SCRIPT=$(cat <<'{HEREDOC_END}'\n{guard.rstrip()}\n{HEREDOC_END}\n)")
-    return "\n".join(lines) + "\n" + (SCRIPTS / "host_units.sh").read_text()
+    return "\n".join(lines) + "\n" + (SCRIPTS / "host" / "host_units.sh").read_text()
 
 
 class HostUnits(pulumi.ComponentResource):

@@ -1,7 +1,7 @@
 """Workarounds for the pinned Pulumi Python SDKs, in one place, each with its reason and what it saved when measured.
 
 Each was measured on a 128-worker, 5-task preview (1,377 resources) on the 2-core machine (docs/performance.md) with
-the versions in `MEASURED_WITH`. When a pin moves (scripts/versions.env), `check()` stops the program until someone
+the versions in `MEASURED_WITH`. When a pin moves (scripts/setup/versions.env), `check()` stops the program until someone
 measures each workaround again, keeps or drops it, and updates `MEASURED_WITH` (tests/unit/test_sdk_pins.py checks
 that it matches the pins).
 

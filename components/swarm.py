@@ -242,7 +242,7 @@ class Swarm(pulumi.ComponentResource):
                     args=list(s.command) if s.command else None, mounts=mounts, configs=configs,
                     secrets=secret_refs, healthcheck=health,
                     # sandboxed: every capability dropped; swarm's container spec (API 1.41, the provider) has no
-                    # no-new-privileges, so a sandboxed service runs without it (the README says so)
+                    # no-new-privileges, so a sandboxed service runs without it (docs/swarm.md says so)
                     cap_drops=["ALL"] if s.sandboxed else None,
                     labels=[docker.ServiceTaskSpecContainerSpecLabelArgs(label=k, value=v)
                             for k, v in sorted(labels.items())],

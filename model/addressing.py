@@ -1,6 +1,6 @@
 """Subnets, static addresses and loopback ports of one profile.
 
-Concurrent profiles are isolated by their subnet octet and port base (REQUIREMENTS 9): profile octet X
+Concurrent profiles are isolated by their subnet octet and port base (docs/requirements.md R9): profile octet X
 owns `10.X.0.0/16`; its internal network starts at `10.X.0.0` (sized to the team) and its egress network
 is `10.X.255.0/24`. Addresses are fixed per container so a resumed `up` never renumbers a team.
 """

@@ -12,8 +12,8 @@ import re
 # --- names (Agensh's Compose naming: omcgitea-<profile>-<service>[-<n>]) -------------------------------------
 PREFIX = "omcgitea"
 MAX_NAME = 63  # Docker names and hostnames
-PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9-]*")  # REQUIREMENTS 9
-RUN_ID_RE = re.compile(r"\d{8}t\d{6}z")  # REQUIREMENTS 8: date -u +%Y%m%dt%H%M%Sz
+PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9-]*")  # docs/requirements.md R9
+RUN_ID_RE = re.compile(r"\d{8}t\d{6}z")  # docs/requirements.md R8: date -u +%Y%m%dt%H%M%Sz
 
 
 # Docker references (https://github.com/distribution/reference): a repository path with an optional registry host,
@@ -66,7 +66,7 @@ def image_repository(image: str) -> str:
 
 
 def worker_image(task_id: str, tag: str) -> str:
-    """REQUIREMENTS 17: `omcgitea-agent-<slug>:<tag>`."""
+    """docs/requirements.md R17: `omcgitea-agent-<slug>:<tag>`."""
     return f"{PREFIX}-agent-{task_slug(task_id)}:{tag}"
 
 
@@ -100,11 +100,11 @@ def profile_filter(profile: str) -> str:
 
 
 # --- identities and images --------------------------------------------------------------------------------
-WORKER_UID = 10000  # REQUIREMENTS 21: workers run as 10000:10000
+WORKER_UID = 10000  # docs/requirements.md R21: workers run as 10000:10000
 WORKER_USER = f"{WORKER_UID}:{WORKER_UID}"
 REFERENCE_BINARY = "/opt/pbench/executable"  # root-owned, mode 0111: executable, never readable
 REFERENCE_OWNER_MODE = "root 111"  # `stat -c '%U %a'`
-CLEANROOM_TAG = "task_cleanroom_v6"  # REQUIREMENTS 15
+CLEANROOM_TAG = "task_cleanroom_v6"  # docs/requirements.md R15
 CLEANROOM_ORG = "programbench"
 ADMIN_USER = "pbench-admin"  # the platform administrator in Gitea and Mattermost
 ROUTER_DB = "router"  # the routers' own database user and database (never root)
@@ -113,7 +113,7 @@ GITEA_DATABASE = "gitea"  # the database Gitea uses; the MySQL image creates it 
 TEAM_NAME, TEAM_CHANNEL = "pbench", "town-square"  # the Mattermost team and channel
 
 
-SHARED_IMAGES = {  # role -> (Dockerfile, default tag, context), all relative to the Agensh checkout (REQUIREMENTS 16)
+SHARED_IMAGES = {  # role -> (Dockerfile, default tag, context), all relative to the Agensh checkout (docs/requirements.md R16)
     "agent-base": ("agent/Dockerfile.base", "omcgitea-agent-base:pbench", "agent"),
     "mini-router": ("mini-router/Dockerfile", "omcgitea-mini-router:local", "mini-router"),
     "board": ("board-service/Dockerfile", "omcgitea-board:local", "board-service"),
@@ -130,7 +130,7 @@ def cleanroom_image(task_id: str, org: str = CLEANROOM_ORG, tag: str = CLEANROOM
 
 
 # --- credentials --------------------------------------------------------------------------------------------
-MODEL_CREDENTIAL_ENV = "LLM_UPSTREAM_TOKEN"  # only the egress proxy holds it (REQUIREMENTS 13)
+MODEL_CREDENTIAL_ENV = "LLM_UPSTREAM_TOKEN"  # only the egress proxy holds it (docs/requirements.md R13)
 PROXY_CREDENTIAL_ENV = "LLM_PROXY_TOKEN"  # the local proxy credential: the only secret a worker holds
 MODEL_CREDENTIAL_ENVS = (MODEL_CREDENTIAL_ENV, "UPSTREAM_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 # Names that hold a secret end in one of these words (TOKEN_SERVICE_URL or PROMPT_WINDOW_TOKENS do not).
@@ -139,17 +139,17 @@ SECRET_KEYS = ("llm_upstream_token", "worker_proxy_token", "mysql_root_password"
                "gitea_admin_password", "mattermost_admin_password")  # the stack's encrypted config
 GENERATED_SECRETS = tuple(k for k in SECRET_KEYS if k != "llm_upstream_token")  # the model token is the user's
 
-# --- model pins (REQUIREMENTS 6) ------------------------------------------------------------------------------
+# --- model pins (docs/requirements.md R6) ------------------------------------------------------------------------------
 PINNED_MODEL = "gpt-5.6-sol"
 PINNED_EFFORT = "high"
-# The worker image's GitHub Copilot CLI (REQUIREMENTS 19: the seed pins 1.0.70). Offline with a custom provider, 1.0.70
+# The worker image's GitHub Copilot CLI (docs/requirements.md R19: the seed pins 1.0.70). Offline with a custom provider, 1.0.70
 # refuses every ACP session ("Authentication required"); 1.0.78 is the oldest release whose ACP sessions run offline.
 SEED_COPILOT_VERSION = "1.0.70"
 OFFLINE_ACP_COPILOT_VERSION = "1.0.78"
 SEMVER_RE = re.compile(r"\d+\.\d+\.\d+")
 COPILOT_VERSION_OUT = re.compile(r"GitHub Copilot CLI (\d+\.\d+\.\d+)")  # what `copilot --version` prints
 
-# --- limits (REQUIREMENTS 20, 22) and the rules derived from them ---------------------------------------------
+# --- limits (docs/requirements.md R20, 22) and the rules derived from them ---------------------------------------------
 GIB_MB = 1024
 WORKER_MEMORY_MAX_GIB = 64
 ROUTER_MEMORY_MAX_GIB = 8
@@ -157,8 +157,8 @@ CONNECTIONS_PER_ROUTER = 4
 MYSQL_DEFAULT_MAX_CONNECTIONS = 151  # MySQL's own default when no --max-connections is given
 MM_DEFAULT_MAX_USERS = 200  # Mattermost's default MM_TEAMSETTINGS_MAXUSERSPERTEAM
 ADDRESS_RESERVE = 3  # network address, gateway, broadcast
-# What one worker with the real Copilot CLI (OFFLINE_ACP_COPILOT_VERSION) used, measured with `scripts.bench --agents`
-# (README "Performance"): its container working under the scripted model. The ceilings above are limits; this is the
+# What one worker with the real Copilot CLI (OFFLINE_ACP_COPILOT_VERSION) used, measured with `scripts.lab.bench --agents`
+# (docs/performance.md): its container working under the scripted model. The ceilings above are limits; this is the
 # floor a plan can count on.
 MEASURED_AGENT_MB = 220
 

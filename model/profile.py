@@ -1,6 +1,6 @@
 """The team profile: every setting of one experiment, validated before anything is created.
 
-A profile is what one Pulumi stack's `agensh:` config holds (REQUIREMENTS B-E, J). `parse_profile` reports
+A profile is what one Pulumi stack's `agensh:` config holds (docs/requirements.md RB-E, J). `parse_profile` reports
 every problem at once, each naming its config key, so a bad stack is refused with one message. The rules
 and limits are the contract's (`contract.py`), which the policy pack and the preflight apply too.
 Secrets are not part of the profile: they travel separately (`contract.SECRET_KEYS`) so the profile can be
@@ -35,7 +35,7 @@ class Profile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Identity and isolation (REQUIREMENTS 8, 9)
+    # Identity and isolation (docs/requirements.md R8, 9)
     kind: Literal["team", "baseline"] = Field("team", description="A team, or the standalone single-agent baseline")
     profile: str = Field(description="Profile suffix; names every container, network and volume")
     run_id: str = Field(description="UTC run id, `date -u +%Y%m%dt%H%M%Sz`")
@@ -45,7 +45,7 @@ class Profile(BaseModel):
     internal_subnet: str | None = Field(None, description="Overrides the derived internal (team) subnet")
     egress_subnet: str | None = Field(None, description="Overrides the derived egress subnet")
 
-    # Tasks and team (REQUIREMENTS 6, 7)
+    # Tasks and team (docs/requirements.md R6, 7)
     tasks: list[str] = Field(min_length=1, description="ProgramBench task ids, run in this order")
     workers: int = Field(8, ge=1, le=512, description="Workers per task (a router each)")
     hours: float = Field(6.0, gt=0, description="Budget per task, wake ramp included")
@@ -57,7 +57,7 @@ class Profile(BaseModel):
     prompt_window_tokens: int = Field(272_000, gt=0, description="Prompt window")
     llm_upstream: str = Field(description="Gateway base URL, without /v1/responses (LLM_UPSTREAM)")
 
-    # Team limits (REQUIREMENTS 20, 22)
+    # Team limits (docs/requirements.md R20, 22)
     worker_memory_gib: int = Field(contract.WORKER_MEMORY_MAX_GIB, gt=0,
                                    description="Worker memory ceiling (a limit, not a reservation)")
     router_memory_gib: int = Field(contract.ROUTER_MEMORY_MAX_GIB, gt=0, description="Router memory ceiling")
@@ -71,7 +71,7 @@ class Profile(BaseModel):
     copilot_version: str = Field(contract.SEED_COPILOT_VERSION, pattern=contract.SEMVER_RE.pattern,
                                  description="The worker image's GitHub Copilot CLI; preflight refuses another")
 
-    # Timing (REQUIREMENTS 29, 30, 33, 41)
+    # Timing (docs/requirements.md R29, 30, 33, 41)
     wake_stagger_s: float = Field(30.0, ge=0, description="PBENCH_WAKE_STAGGER_S, per worker up to wake_slow_workers")
     wake_fast_stagger_s: float = Field(3.0, ge=0, description="PBENCH_WAKE_FAST_STAGGER_S, per worker after that")
     wake_slow_workers: int = Field(120, ge=0, description="Workers woken at the slow stagger")
@@ -85,9 +85,9 @@ class Profile(BaseModel):
     snapshot_seconds: int = Field(1200, gt=0, description="Baseline snapshot interval")
     pair_with: str | None = Field(None, description="Baseline: the team stack whose score to pair with this one")
     start_at: str | None = Field(None, description="Scheduled launch, UTC ISO 8601 (2026-12-02T06:00:00Z); "
-                                                   "`python -m scripts.schedule install <stack>` sets the timer")
+                                                   "`python -m scripts.cli schedule install <stack>` sets the timer")
 
-    # Images (REQUIREMENTS 10, 15-19)
+    # Images (docs/requirements.md R10, 15-19)
     agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")
     agent_image_tag: str = Field("pbench", description="AGENT_IMAGE_TAG of every omcgitea-agent-<slug> image")
     agent_base_image: str = Field(contract.SHARED_IMAGES["agent-base"][1], description="Worker base image")
@@ -108,7 +108,7 @@ class Profile(BaseModel):
     engine: Literal["docker", "swarm"] = Field("docker", description="One Docker host, or a Docker Swarm of several")
     swarm: SwarmSettings | None = Field(None, description="engine=swarm: manager, registry, nodes, placement policy")
 
-    # Host (REQUIREMENTS 1-5)
+    # Host (docs/requirements.md R1-5)
     host_units: Literal["local", "remote", "off"] = Field("local", description="Where pbench.slice and the guard go")
     ssh_host: str | None = Field(None, description="Host for host_units=remote")
     ssh_port: int = Field(22, description="SSH port")
@@ -116,7 +116,7 @@ class Profile(BaseModel):
     ssh_key_path: str | None = Field(None, description="SSH private key file")
     ssh_host_key: str | None = Field(None, description="The remote host's SSH public key (`ssh-keyscan`), pinned")
 
-    # Evaluation and records (REQUIREMENTS 32, 36, 41)
+    # Evaluation and records (docs/requirements.md R32, 36, 41)
     data_root: str = Field("~/.agensh/data", description="Profile data and run directories")
     traj_root: str = Field("~/pbench-trajectories", description="TRAJ_ROOT: verified copies of every run's results")
     skip_eval: bool = Field(False, description="Export without evaluating")
@@ -237,7 +237,7 @@ class Profile(BaseModel):
 
     @property
     def private_tag(self) -> str | None:
-        """Tag for every project image of an uncached experiment (REQUIREMENTS 18)."""
+        """Tag for every project image of an uncached experiment (docs/requirements.md R18)."""
         return f"{self.profile}-{self.run_id}" if self.uncached else None
 
     def image(self, role: str) -> str:

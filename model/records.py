@@ -57,7 +57,7 @@ class Host(Record):
 
 
 class Launch(Record):
-    """`launch.json`: what the systemd service of a scheduled launch records as it begins (scripts/schedule.py)."""
+    """`launch.json`: what the systemd service of a scheduled launch records as it begins (scripts/cli/schedule.py)."""
 
     stack: str
     unit: str
@@ -67,7 +67,7 @@ class Launch(Record):
 
 
 class Manifest(Record):
-    """`run_manifest.json`: written before the first task (REQUIREMENTS 43), finished with the counts."""
+    """`run_manifest.json`: written before the first task (docs/requirements.md R43), finished with the counts."""
 
     written: str
     state: Literal["running", "finished"]
@@ -92,7 +92,7 @@ class Manifest(Record):
     scheduled_start: str | None = None  # the profile's start_at
     actual_start: str | None = None  # when the launch began: the scheduled service's record, else `written`
     launched_by: str | None = None  # the systemd unit of a scheduled launch; None when launched by hand
-    gate: GateResult | None = None  # the calibration gate, once `scripts.gate` judged this run
+    gate: GateResult | None = None  # the calibration gate, once `scripts.cli gate` judged this run
 
 
 class ManifestStart(Record):
@@ -141,7 +141,7 @@ class Ramp(Record):
 
 
 class WakeResult(Record):
-    """The ramp as it happened: each worker started at its offset (REQUIREMENTS 29), with how late."""
+    """The ramp as it happened: each worker started at its offset (docs/requirements.md R29), with how late."""
 
     ramp_start_epoch: float
     wakes: list[Wake]
@@ -172,7 +172,7 @@ class Nudge(Record):
 
 
 class NudgesResult(Record):
-    """The idle watchdog's nudges of one task (REQUIREMENTS 30)."""
+    """The idle watchdog's nudges of one task (docs/requirements.md R30)."""
 
     nudges: list[Nudge]
     events: list[Event]
@@ -288,7 +288,7 @@ def ok_result(receipt: Receipt[Any] | None, model: type[R]) -> R | None:
 
 # --- the result index -----------------------------------------------------------------------------------------
 class IndexRow(Record):
-    """One line of `result_index.jsonl` (REQUIREMENTS 44): readers keep the last row per task."""
+    """One line of `result_index.jsonl` (docs/requirements.md R44): readers keep the last row per task."""
 
     at: str
     task_id: str
@@ -311,7 +311,7 @@ def read_index(path: Path) -> dict[str, IndexRow]:
     return out
 
 
-# --- the calibration gate (scripts/gate.py writes gate.json) ---------------------------------------------------
+# --- the calibration gate (scripts/cli/gate.py writes gate.json) -----------------------------------------------
 class LoadReading(Record):
     source: str
     cpus: int
@@ -348,7 +348,7 @@ class Comparison(Record):
 
 
 class GateResult(Record):
-    """`gate.json` (REQUIREMENTS 48): the verdict, its reasons, the task list and the pairs."""
+    """`gate.json` (docs/requirements.md R48): the verdict, its reasons, the task list and the pairs."""
 
     verdict: Literal["PASS", "FAIL", "PAUSED"]
     reasons: list[str]

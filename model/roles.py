@@ -3,7 +3,7 @@
 One entry per role; adding a platform service is one `Role(...)` and its spec function. Pure data from the
 Profile and a Placement. Secret values are never here: a spec names the secret keys (`contract.SECRET_KEYS`)
 the container component injects as Pulumi secrets. Only the egress proxy ever names `llm_upstream_token`;
-workers get the local proxy credential and nothing else secret (REQUIREMENTS 13).
+workers get the local proxy credential and nothing else secret (docs/requirements.md R13).
 """
 
 from __future__ import annotations

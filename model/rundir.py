@@ -88,7 +88,7 @@ class ProfileDir:
 
 @dataclass(frozen=True)
 class CopyDir:
-    """The verified copy of one run outside the profile's data (REQUIREMENTS 32, 34): the run directory's files as
+    """The verified copy of one run outside the profile's data (docs/requirements.md R32, 34): the run directory's files as
     they are, and each agent's archive directory under agents/<agent>/."""
 
     path: Path
@@ -137,12 +137,12 @@ class RunDir:
 
     @property
     def gate(self) -> Path:
-        """The calibration gate's result, when this run was gated (scripts/gate.py)."""
+        """The calibration gate's result, when this run was gated (scripts/cli/gate.py)."""
         return self.path / "gate.json"
 
     @property
     def report(self) -> Path:
-        """The run's report page (scripts/report.py)."""
+        """The run's report page (scripts/lib/report.py)."""
         return self.path / "report.html"
 
     @property
@@ -187,7 +187,7 @@ class RunDir:
         return self.receipts(task_id) / f"{step}.json"
 
     def lock(self, step: str, task: str | None = None) -> Path:
-        """Held while the step's program runs (scripts/step.py), so `status` can tell a running step."""
+        """Held while the step's program runs (scripts/lib/step.py), so `status` can tell a running step."""
         return self.receipt(step, task).with_suffix(LOCK_SUFFIX)
 
     def receipt_steps(self, task_id: str | None = None) -> list[str]:

@@ -1,4 +1,4 @@
-"""The wake ramp and task budgets (REQUIREMENTS 29, 30).
+"""The wake ramp and task budgets (docs/requirements.md R29, 30).
 
 Workers wake one after another: `stagger_s` apart for the first `slow_workers`, `fast_stagger_s` apart
 after that. A serial settle follows the last wake, then at least `min_wait_s` before kickoff. The ramp

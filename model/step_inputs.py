@@ -168,7 +168,7 @@ class PreserveInputs(Inputs):
 
 class BaselineSeedInputs(TaskInputs):
     workspace: str
-    worker_image: str  # Git on the agent's workspace runs in a container of it (scripts/gitops.py sandbox_git)
+    worker_image: str  # Git on the agent's workspace runs in a container of it (scripts/lib/gitops.py sandbox_git)
     cleanroom_image: str
     budget_s: float
     archive_dirs: list[str]

@@ -104,15 +104,3 @@ def _derive(p: Profile) -> list[Placement]:
                                  labels=p.labels("snapshot", task)))
     return out
 
-
-# TRANSITIONAL (removed once scripts/ use Layout.of)
-def placements(p: Profile) -> list[Placement]:
-    return list(Layout.of(p).placements)
-
-
-def members(p: Profile, task: str, role: str) -> list[Placement]:
-    return Layout.of(p).members(task, role)
-
-
-def network_names(p: Profile) -> dict[str, str]:
-    return Layout.of(p).network_names

@@ -427,7 +427,7 @@ def _swarm_placement(args: StackValidationArgs, report: ReportViolation) -> None
     nodes = cfg.get("nodes") or {}
     if not nodes:
         report("the stack has swarm services but the policy config gives no node capacities (swarm-placement.nodes); "
-               "run scripts/new_stack.py for the stack, which writes them")
+               "run `.venv/bin/python -m scripts.cli new-stack <stack>`, which writes them")
         return
     cpus = {"worker": float(cfg.get("workerCpus", 0)), "router": float(cfg.get("routerCpus", 0))}
     platform = placement.Load(int(cfg.get("platformMemoryMb", 0)), float(cfg.get("platformCpus", 0)))

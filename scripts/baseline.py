@@ -1,4 +1,4 @@
-"""baseline: the standalone single-agent baseline's own steps (REQUIREMENTS J); evaluate and score are shared.
+"""baseline: the standalone single-agent baseline's own steps (docs/requirements.md RJ); evaluate and score are shared.
 
 `seed`: the task's starting workspace (from the cleanroom image, without the reference binary) becomes a Git
 repository on the host, mounted into the worker; writes `provenance.json` and `status.json`.
@@ -27,12 +27,12 @@ from model.records import BaselineSeedResult, ShutdownResult
 from model.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
 from model.step_inputs import BaselineSeedInputs, BaselineStopInputs
 from model import steps
-from scripts import activity
-from scripts.gitops import sandbox_git
+from scripts.lib import activity
+from scripts.lib.gitops import sandbox_git
+from scripts.lib.step import StepFailed, iso, load_inputs, progress, run_step, wait_until, write_atomic
 from scripts.seed import archive_dirs, workspace_from_image
 from scripts.shutdown import ROUTER_GRACE_S, verify
 from scripts.shutdown import stop as docker_stop
-from scripts.step import StepFailed, iso, load_inputs, progress, run_step, wait_until, write_atomic
 
 
 def status(rd: RunDir, state: str, **extra: Any) -> None:

@@ -4,9 +4,10 @@ _agensh_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 export AGENSH_CACHE="${AGENSH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agensh}"
 export AGENSH_HOME="${AGENSH_HOME:-$HOME/.agensh}"
-# The built toolchain lives outside the checkout, keyed by the pinned versions and the sources in toolchain/.
-AGENSH_TOOLCHAIN_KEY="$(cd "$_agensh_root" && find scripts/versions.env toolchain -type f ! -name '*_test.go' ! -name '*.md' | sort |
-  xargs cat | sha256sum | cut -c1-12)"
+# The built toolchain lives outside the checkout, keyed by the pinned versions and the sources in toolchain/ (their
+# comments and blank lines left out, so a reworded comment does not rebuild it).
+AGENSH_TOOLCHAIN_KEY="$(cd "$_agensh_root" && find scripts/setup/versions.env toolchain -type f ! -name '*_test.go' ! -name '*.md' | sort |
+  xargs cat | grep -v '^[[:space:]]*\(#.*\)\?$' | sha256sum | cut -c1-12)"
 export AGENSH_TOOLCHAIN="${AGENSH_TOOLCHAIN:-$AGENSH_CACHE/toolchain/$AGENSH_TOOLCHAIN_KEY}"
 if [ -x "$AGENSH_TOOLCHAIN/bin/pulumi" ]; then
   case ":$PATH:" in *":$AGENSH_TOOLCHAIN/bin:"*) ;; *) export PATH="$AGENSH_TOOLCHAIN/bin:$PATH" ;; esac

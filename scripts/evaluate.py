@@ -23,9 +23,9 @@ from model.records import EvaluateResult
 from model.rundir import RunDir
 from model.step_inputs import EvaluateInputs
 from model import steps
-from scripts.step import StepFailed, file_digest, load_inputs, progress, run_step
+from scripts.lib.step import StepFailed, file_digest, load_inputs, progress, run_step
 
-SHIM = Path(__file__).resolve().parent / "pbench_docker_shim.sh"
+SHIM = Path(__file__).resolve().parent / "host" / "pbench_docker_shim.sh"
 PROGRAMBENCH = Path(sys.executable).parent / "programbench"
 
 

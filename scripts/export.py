@@ -23,8 +23,8 @@ from model.records import ExportResult, KickoffResult
 from model.rundir import EXPORT_FAILED, RunDir
 from model.step_inputs import GiteaInputs
 from model import steps
-from scripts.gitops import git, with_user
-from scripts.step import StepFailed, iso, progress, step_main, wait_until, write_marker
+from scripts.lib.gitops import git, with_user
+from scripts.lib.step import StepFailed, iso, progress, step_main, wait_until, write_marker
 
 
 CONNECT_TIMEOUT_S = 10.0  # Gitea accepts in milliseconds; a host that is gone leaves a TCP connect hanging
@@ -63,7 +63,7 @@ def export(a: GiteaInputs, password: str) -> ExportResult:
             clone_main(f"{a.gitea_url.rstrip('/')}/{a.repo}.git", a.gitea_user, password, tmp)
             source = Path(tmp)
         except RuntimeError as err:
-            # REQUIREMENTS 35: the committed source is recovered from the preserved Gitea data, never re-inferred
+            # docs/requirements.md R35: the committed source is recovered from the preserved Gitea data, never re-inferred
             write_marker(rd, a.task_id, EXPORT_FAILED, f"export: {err}")
             source = Path(a.gitea_repositories) / f"{a.repo}.git"
             if not source.is_dir():

@@ -20,9 +20,9 @@ from model.records import KickoffResult, WakeResult
 from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import KickoffInputs
 from model import steps
-from scripts.activity import wait_for_sessions
-from scripts.chat import post_to_team
-from scripts.step import StepFailed, iso, step_main, wait_until
+from scripts.lib.activity import wait_for_sessions
+from scripts.lib.chat import post_to_team
+from scripts.lib.step import StepFailed, iso, step_main, wait_until
 
 SESSION_WAIT_S = 180  # a worker's CLI starts in seconds; this covers a slow pull of its state on a busy host
 

@@ -11,33 +11,18 @@ from ProgramBench's `aggregate` (the denominator is the requested task list, nev
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping
 
 from model import steps
-from model.records import (Host, Launch, Manifest, ManifestFinish, ManifestStart, PreserveResult, Revision,
-                           ShutdownResult, read_index, read_record)
+from model.records import (Launch, Manifest, ManifestFinish, ManifestStart, PreserveResult, ShutdownResult,
+                           read_index, read_record)
 from model.rundir import RunDir
 from model.step_inputs import ManifestInputs
-from scripts.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
-
-
-def revision(path: Path) -> Revision:
-    """Git revision of the repository holding `path`, and whether `path` has uncommitted changes."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True).stdout.strip()
-    rev = git("rev-parse", "HEAD")
-    if not rev:
-        return Revision(path=str(path), revision=None, dirty=None)
-    return Revision(path=str(path), revision=rev, dirty=bool(git("status", "--porcelain", "--", ".")))
-
-
-def host_resources() -> Host:
-    pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-    return Host(cpus=os.cpu_count(), memory_gib=round(pages * size / 2**30, 1), load=os.getloadavg())
+from scripts.lib.host import host_resources, revision
+from scripts.lib.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
 
 
 def read_manifest(rd: RunDir) -> Manifest | None:

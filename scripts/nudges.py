@@ -1,4 +1,4 @@
-"""nudges: the idle watchdog beside the export wait (REQUIREMENTS 30): every `idle_check_s` it looks at each worker's
+"""nudges: the idle watchdog beside the export wait (docs/requirements.md R30): every `idle_check_s` it looks at each worker's
 last activity and posts a nudge to the team channel for an agent idle for `idle_nudge_s` (600 s / 60 s by default).
 
 Activity is what the project can observe of any worker image: a line the worker wrote to its log (stdout or
@@ -19,9 +19,9 @@ from model.records import Event, KickoffResult, Nudge, NudgesResult, WakeResult
 from model.rundir import RunDir
 from model.step_inputs import NudgesInputs
 from model import steps
-from scripts.activity import last_logged
-from scripts.chat import post_to_team
-from scripts.step import StepFailed, progress, step_main
+from scripts.lib.activity import last_logged
+from scripts.lib.chat import post_to_team
+from scripts.lib.step import StepFailed, progress, step_main
 
 
 def nudges(a: NudgesInputs, password: str) -> NudgesResult:

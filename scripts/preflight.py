@@ -1,4 +1,4 @@
-"""preflight: the live checks a launch must pass (REQUIREMENTS 26). Nothing is started unless they pass.
+"""preflight: the live checks a launch must pass (docs/requirements.md R26). Nothing is started unless they pass.
 
 `host` phase (after networks and images, before any service): Docker reachable; slice and guard in place
 (unless host units are off); images present; the worker entrypoint baked and the reference binary root-owned
@@ -27,8 +27,8 @@ from model.records import Check, PreflightResult
 from model.rundir import RunDir
 from model.step_inputs import PreflightHostInputs, PreflightModelInputs
 from model import steps
-from scripts.http import HTTPFailure, request
-from scripts.step import StepFailed, load_inputs, progress, run_step
+from scripts.lib.http import HTTPFailure, request
+from scripts.lib.step import StepFailed, load_inputs, progress, run_step
 
 
 NO_MODEL_LIST = (404, 405, 501)  # the gateway (or the proxy) has no /v1/models
@@ -166,7 +166,7 @@ LISTED = 12  # ids named in a failure: a gateway that lists hundreds still gives
 
 
 def check_model_list(a: PreflightModelInputs, token: str) -> str:
-    """The model id is one the gateway lists (REQUIREMENTS 46), asked through the egress proxy with the workers'
+    """The model id is one the gateway lists (docs/requirements.md R46), asked through the egress proxy with the workers'
     credential, so only the proxy holds the real one."""
     url = f"{a.proxy_url.rstrip('/')}/v1/models"
     try:
@@ -187,7 +187,7 @@ def check_model_list(a: PreflightModelInputs, token: str) -> str:
         shown = ", ".join(sorted(ids)[:LISTED]) + (f" and {len(ids) - LISTED} more" if len(ids) > LISTED else "")
         raise AssertionError(
             f"model {a.model} is not offered by the gateway, which lists: {shown or 'no model'}. "
-            f"Set agensh:model to one of them{hint} (`scripts/new_stack.py <stack> --set model=<id>`) and run "
+            f"Set agensh:model to one of them{hint} (`.venv/bin/python -m scripts.cli new-stack <stack> --set model=<id>`) and run "
             "`pulumi up` again")
     return f"{a.model} is one of the {len(ids)} models the gateway lists"
 

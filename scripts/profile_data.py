@@ -21,8 +21,8 @@ from model.records import ShutdownResult
 from model.rundir import CopyDir, ProfileDir
 from model.step_inputs import ProfileDataInputs
 from model import steps
-from scripts import preserve  # noqa: I001 - preserve's problems() is the one verification
-from scripts.step import load_inputs, now
+from scripts.lib import copies  # copies.problems() is the one verification
+from scripts.lib.step import load_inputs, now
 
 FORCE = "AGENSH_FORCE_CLEAN"
 
@@ -43,7 +43,7 @@ def unsaved(pd: ProfileDir, traj_root: str) -> list[str]:
     out = []
     for rd in pd.runs():
         copy = CopyDir.of(traj_root, pd.path.name, rd.path.name)
-        out += [f"{rd.path.name}: {p}" for p in preserve.problems(rd, pd.run_archives(rd.path.name), copy)]
+        out += [f"{rd.path.name}: {p}" for p in copies.problems(rd, pd.run_archives(rd.path.name), copy)]
     return out
 
 

@@ -1,4 +1,4 @@
-"""reminders: deadline reminders posted to the team channel after the ramp (REQUIREMENTS 30).
+"""reminders: deadline reminders posted to the team channel after the ramp (docs/requirements.md R30).
 
 Runs beside the export wait: for each `minutes` before the task's deadline (recorded by the kickoff) it waits and
 posts "N minutes left"; a reminder whose time has already passed (the ramp can overrun the budget, or an `up`
@@ -17,8 +17,8 @@ from model.records import KickoffResult, RemindersResult
 from model.rundir import RunDir
 from model.step_inputs import RemindersInputs
 from model import steps
-from scripts.chat import post_to_team
-from scripts.step import StepFailed, iso, step_main, wait_until
+from scripts.lib.chat import post_to_team
+from scripts.lib.step import StepFailed, iso, step_main, wait_until
 
 
 def reminders(a: RemindersInputs, password: str) -> RemindersResult:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the service of a scheduled launch runs (scripts/schedule.py installs agensh-launch-<stack>.service and .timer):
+# What the service of a scheduled launch runs (scripts/cli/schedule.py installs agensh-launch-<stack>.service and .timer):
 # it records when the launch began (AGENSH_LAUNCH_RECORD, the run directory's launch.json; the run manifest copies
 # it), then runs the documented launch: `pulumi up` of the stack with the policy pack, through scripts/env.sh.
 # The unit sets every variable: AGENSH_STACK, AGENSH_START_AT (the timer's UTC time), AGENSH_LAUNCH_RECORD,

@@ -19,9 +19,9 @@ from model.records import BranchProtection, SeedResult
 from model.rundir import RUN_FAILED
 from model.step_inputs import SeedInputs
 from model import steps
-from scripts.gitops import git, with_user
-from scripts.http import request
-from scripts.step import StepFailed, progress, step_main
+from scripts.lib.gitops import git, with_user
+from scripts.lib.http import request
+from scripts.lib.step import StepFailed, progress, step_main
 
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
 

@@ -20,8 +20,8 @@ from model.records import ShutdownResult
 from model.rundir import RunDir
 from model.step_inputs import ShutdownInputs
 from model import steps
-from scripts import activity
-from scripts.step import load_inputs, progress, run_step
+from scripts.lib import activity
+from scripts.lib.step import load_inputs, progress, run_step
 from scripts.swarm_nodes import collect
 
 ArchiveState = Literal["ok", "missing", "corrupt"]

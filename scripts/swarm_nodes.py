@@ -23,7 +23,7 @@ from typing import Mapping
 
 from model import contract, steps
 from model.step_inputs import NodeArchive, NodeDirs, SwarmNodesInputs
-from scripts.step import load_inputs, progress
+from scripts.lib.step import load_inputs, progress
 
 HELPER_MOUNT = "/node"
 CONTAINERS_GONE_S = 120  # swarm removes a removed service's task containers on each node in its own time

@@ -1,4 +1,4 @@
-"""wake: the ramp made by the orchestrator (REQUIREMENTS 29). The team's workers are created stopped; this step
+"""wake: the ramp made by the orchestrator (docs/requirements.md R29). The team's workers are created stopped; this step
 starts worker k when its offset after the ramp's start is reached, so any worker image gets the seed's ramp. On a
 swarm each worker is a service created with 0 replicas, and waking it scales it to 1 (its one task then runs on the
 node the plan gave it).
@@ -22,7 +22,7 @@ from model.records import LATE_S, Event, Ramp, Wake, WakeResult, read_record
 from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import WakeInputs
 from model import steps
-from scripts.step import StepFailed, load_inputs, progress, run_step, write_atomic
+from scripts.lib.step import StepFailed, load_inputs, progress, run_step, write_atomic
 
 
 def running(name: str, service: bool) -> bool:

@@ -1,7 +1,7 @@
 """Shared test set-up: the project on sys.path, and the guard for tiers that need real tools.
 
 A tier that needs something absent skips with the reason when pytest is run by hand, and fails under `make test`
-and in CI (CI=true, which scripts/run-tests.sh sets), so a missing engine is never a silent green run.
+and in CI (CI=true, which scripts/setup/run-tests.sh sets), so a missing engine is never a silent green run.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.calculator import BASE_IMAGE  # noqa: E402 (the project on sys.path first)
+from scripts.setup.calculator import BASE_IMAGE  # noqa: E402 (the project on sys.path first)
 
 
 def require(ok: bool, what: str) -> None:
@@ -37,9 +37,9 @@ def docker_engine() -> None:
 
 @pytest.fixture(scope="session")
 def base_image(docker_engine: None) -> str:
-    """The offline base image every test container starts from (scripts/base_image.sh: cached per version), made
+    """The offline base image every test container starts from (scripts/setup/base_image.sh: cached per version), made
     once per session."""
-    made = subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh")], capture_output=True, text=True)
+    made = subprocess.run(["bash", str(ROOT / "scripts" / "setup" / "base_image.sh")], capture_output=True, text=True)
     assert made.returncode == 0, made.stdout + made.stderr
     return BASE_IMAGE
 

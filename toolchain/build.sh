@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Build the Pulumi toolchain offline: the CLI from the Go module proxy, and the official Python language host,
 # pulumi-command provider and pulumi-docker provider from their upstream sources in the vendor folder
-# (../shared/vendor, see its SOURCES.md). Nothing here is our code: every program is built as upstream builds it.
+# (AGENSH_VENDOR, by default the vendor folder beside the checkout). Nothing here is our code: every program is built as upstream builds it.
 #
 # Usage: build.sh OUT       (OUT/bin: pulumi, the language host and its two scripts; OUT/plugins: the providers)
-# Env:   AGENSH_VENDOR (the vendor folder), AGENSH_CACHE (build scratch), the versions of scripts/versions.env.
+# Env:   AGENSH_VENDOR (the vendor folder), AGENSH_CACHE (build scratch), the versions of scripts/setup/versions.env.
 # Writes OUT/built.tsv: one row per program (name, version, source archive sha256, binary sha256, Go main module),
 # which tests/toolchain checks against what `pulumi plugin ls` and PATH resolve to.
 set -euo pipefail
 OUT="${1:?usage: build.sh OUT}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=../scripts/versions.env
-. "$ROOT/scripts/versions.env"
+# shellcheck source=../scripts/setup/versions.env
+. "$ROOT/scripts/setup/versions.env"
 VENDOR="${AGENSH_VENDOR:-$ROOT/../shared/vendor}"
 CACHE="${AGENSH_CACHE:-$HOME/.cache/agensh}"
 export GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -24,7 +24,7 @@ source_dir() {
   local archive="$VENDOR/$1" want="$2" got
   [ -f "$archive" ] || die "missing $archive: the upstream sources come from the vendor folder (set AGENSH_VENDOR to where SOURCES.md lists them)"
   got="$(sha256sum "$archive" | cut -d' ' -f1)"
-  [ "$got" = "$want" ] || die "$archive has sha256 $got, expected $want (scripts/versions.env); refusing to build from it"
+  [ "$got" = "$want" ] || die "$archive has sha256 $got, expected $want (scripts/setup/versions.env); refusing to build from it"
   tar -xzf "$archive" -C "$SCRATCH"
   echo "$SCRATCH/${1%.tar.gz}"
 }

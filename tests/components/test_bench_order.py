@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from components.experiment import Experiment
-from scripts import bench
+from scripts.lab import bench
 from tests.components.conftest import checkout, secrets
 
 CONTAINER = "docker:index/container:Container"

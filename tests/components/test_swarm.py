@@ -9,7 +9,7 @@ from pathlib import Path
 
 from model import contract, placement
 from components.experiment import Experiment
-from model.topology import placements
+from model.topology import Layout
 from tests.components.conftest import SECRET_VALUES, secrets, stack_profile
 from tests.components.test_experiment import unsecret
 
@@ -26,7 +26,7 @@ def test_swarm_graph(tmp_path: Path, run_program):
 
     plan = placement.plan(profile)
     services = {r.inputs["name"]: unsecret(r.inputs) for r in by_type[SERVICE]}
-    expected = [c for c in placements(profile) if c.role != "bootstrap"]
+    expected = [c for c in Layout.of(profile).placements if c.role != "bootstrap"]
     assert sorted(services) == sorted(c.name for c in expected)  # 120 workers, 120 routers, 6 platform services
     for c in expected:
         spec = services[c.name]["taskSpec"]

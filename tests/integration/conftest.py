@@ -1,4 +1,4 @@
-"""Fixtures shared by the integration tests: a systemd host to install units on; a swarm lab (scripts/swarm_lab.py)
+"""Fixtures shared by the integration tests: a systemd host to install units on; a swarm lab (scripts/lab/swarm_lab.py)
 that is removed even when a test fails."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Iterator
 
 import pytest
 
-from scripts import swarm_lab
-from scripts.sandbox import free_octet
+from scripts.lab import swarm_lab
+from scripts.lab.sandbox import free_octet
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def kill_session(proc: subprocess.Popen[str]) -> None:
 def systemd_host(tmp_path: Path, docker_engine: None):
     """A container booting systemd and sshd on an internal network, with this host's Docker socket and client.
     Yields its name, address, its SSH host key, the SSH private key (text and file) accepted for root, and a run id."""
-    built = subprocess.run(["bash", str(ROOT / "scripts" / "base_image.sh"), "systemd"], capture_output=True, text=True)
+    built = subprocess.run(["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True)
     assert built.returncode == 0, built.stdout + built.stderr
     run = uuid.uuid4().hex[:8]
     key = tmp_path / "id_ed25519"

@@ -11,8 +11,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from scripts import demo_images
-from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.setup import demo_images
 from tests.integration.test_demo import labelled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +35,9 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str, 
 
     pulumi = ["pulumi", "--non-interactive", "-s", profile]
     try:
-        run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", profile)
+        run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", profile)
         shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")
-        run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none")
+        run(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none")
         run(*pulumi, "up", "--yes", "--policy-pack", "policies", "--policy-pack-config", f"stacks/{profile}.policy.json")
         run_dir = tmp_path / "data" / profile / "20261129t000000z"
         score = json.loads((run_dir / TASK / "score.json").read_text())

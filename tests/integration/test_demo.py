@@ -22,13 +22,13 @@ import yaml
 from model import contract
 from model.profile import parse_profile
 from model.roles import spec
-from model.topology import placements
+from model.topology import Layout
 from model.roles import ROLES
 from model.rundir import ProfileDir
-from scripts import demo_images, service_images
-from scripts.gitops import git, with_user
-from scripts.http import request
-from scripts.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
+from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
+from scripts.lib.gitops import git, with_user
+from scripts.lib.http import request
+from scripts.setup import demo_images, service_images
 from tests.integration.conftest import kill_session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def reach_from_worker_1(profile: str, proj: Path) -> None:
     the database, the model, the egress network's gateway and any address outside do not."""
     raw = yaml.safe_load((proj / "stacks" / f"{profile}.profile.yaml").read_text())["config"]
     p = parse_profile({k.split(":", 1)[1]: v for k, v in raw.items()})
-    by_role = {(c.role, c.index): c for c in placements(p)}
+    by_role = {(c.role, c.index): c for c in Layout.of(p).placements}
     worker = by_role[("worker", 1)].name
 
     def code(url: str) -> str:
@@ -131,9 +131,9 @@ def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
         assert not check or out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         return out
 
-    run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", profile)
-    shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")  # as scripts/demo.sh does
-    run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",
+    run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", profile)
+    shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")  # as scripts/setup/demo.sh does
+    run(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",
         "--set", "host_units=off")
     yield proj, profile, env, run, tmp_path / "data" / profile, tmp_path / "traj", tmp_path / "state"
     subprocess.run(["pkill", "-f", str(proj)], capture_output=True)  # any step program a failed test left running
@@ -175,7 +175,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
         seen: list[tuple[str, float | None]] = []  # `status --json` while the up runs: (phase, time to the deadline)
 
         def status() -> None:
-            view = json.loads(run(sys.executable, "-m", "scripts.status", profile, "--json").stdout)["tasks"][0]
+            view = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)["tasks"][0]
             seen.append((view["phase"], view["time_to_deadline_s"]))
 
         while not kickoff.exists() and first.poll() is None and time.time() < deadline:
@@ -209,7 +209,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     assert score["score"] == 1.0 and score["complete"], (score, worker_logs(profile))
     export = json.loads((run_dir / TASK / "receipts" / "export.json").read_text())["result"]
     assert export["exported_at"] >= kicked["deadline"]
-    final = json.loads(run(sys.executable, "-m", "scripts.status", profile, "--json").stdout)["tasks"][0]
+    final = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)["tasks"][0]
     assert (final["phase"], final["score"], final["repo"]["merged_pull_requests"]) == ("scored", 1.0, 1)
     # the steps print one short human line per event: no receipt JSON on the console, no line wider than 160
     console = (proj / "up1.log").read_text().splitlines() + second.stdout.splitlines()
@@ -253,7 +253,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     raw = yaml.safe_load((proj / "stacks" / f"{profile}.profile.yaml").read_text())["config"]
     p = parse_profile({k.split(":", 1)[1]: v for k, v in raw.items()})
     given: dict[str, set[str]] = {}
-    for c in placements(p):
+    for c in Layout.of(p).placements:
         given.setdefault(c.role, set()).update(spec(p, c).secret_env.values())
     assert given["worker"] == {"worker_proxy_token"} and "llm_upstream_token" in given["egress-proxy"]
     for name in labelled(profile)["containers"]:

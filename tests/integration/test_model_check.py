@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from model import contract
-from scripts import calculator
-from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.setup import calculator
 from tests.integration.conftest import docker, kill_session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
         policy = json.loads((ROOT / "policies" / "demo.json").read_text())
         policy["model-settings"] = {"allowedModels": [contract.PINNED_MODEL, WRONG]}
         (proj / "policy.json").write_text(json.dumps(policy))
-        run_(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml",
+        run_(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--from", f"stacks/{profile}.profile.yaml",
              "--env-file", "none", "--set", "host_units=off")
         yield proj, profile, run_, tmp_path / "data" / profile, env
     finally:
@@ -99,7 +99,7 @@ def test_a_model_the_gateway_does_not_list_stops_the_launch_before_the_platform(
     assert sorted(existing) == ["egress-proxy", "model"]
 
     # the fix as the message gives it: the failed check runs again with the new model id, then MySQL and the rest
-    run(sys.executable, "scripts/new_stack.py", profile, "--set", f"model={contract.PINNED_MODEL}", "--env-file", "none")
+    run(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--set", f"model={contract.PINNED_MODEL}", "--env-file", "none")
     with open(proj / "up2.log", "w") as log:
         again = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile,
                                   "--policy-pack", "policies", "--policy-pack-config", "policy.json"],

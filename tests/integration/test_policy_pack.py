@@ -10,7 +10,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from scripts.sandbox import PREVIEW_ENV
+from scripts.lab.sandbox import PREVIEW_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 

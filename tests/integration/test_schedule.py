@@ -1,4 +1,4 @@
-"""Delayed launches for real: `scripts.schedule` installs the service and timer over SSH on a container that boots
+"""Delayed launches for real: `scripts.cli schedule` installs the service and timer over SSH on a container that boots
 systemd, refuses without host units, with a time in the past or a passphrase file others can read, and the timer
 fires the launch at the scheduled time; the launch records when it began and the manifest carries both times;
 `remove` leaves no unit behind.
@@ -26,8 +26,8 @@ import yaml
 from components.host_units import install_script
 from model.profile import parse_profile
 from scripts import manifest
-from scripts.new_stack import plain_settings
-from scripts.sandbox import profile_config, project_copy
+from scripts.lab.sandbox import profile_config, project_copy
+from scripts.lib.profiles import plain_settings
 from tests.integration.conftest import docker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def launch(tmp_path: Path, systemd_host):
     def schedule(action: str, start_at: float | None = None) -> subprocess.CompletedProcess[str]:
         if start_at is not None:
             stack_file.write_text(yaml.safe_dump({"config": {**config, "agensh:start_at": iso(start_at)}}))
-        return subprocess.run([sys.executable, "-m", "scripts.schedule", action, STACK], cwd=proj, env=env,
+        return subprocess.run([sys.executable, "-m", "scripts.cli", "schedule", action, STACK], cwd=proj, env=env,
                               capture_output=True, text=True)
 
     def on_host(*cmd: str, check: bool = True, stdin: str | None = None) -> str:

@@ -1,4 +1,4 @@
-"""The demo team on a two-node swarm (scripts/swarm_lab.py), through the real engine: its workers split across the
+"""The demo team on a two-node swarm (scripts/lab/swarm_lab.py), through the real engine: its workers split across the
 nodes, score 1.0 from the real evaluator; a worker on node B reaches the proxy and the services on node A and nothing
 else, and the model token is only in the proxy's swarm secret; destroy leaves nothing of the profile on any node."""
 
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts import demo_images, swarm_lab
-from scripts.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.lab import swarm_lab
+from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.setup import demo_images
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
@@ -83,11 +84,11 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, base_image: 
             return out
 
         if not made:
-            run(sys.executable, "-m", "scripts.demo_images", "--standin-tag", tag)
+            run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", tag)
             swarm_lab.load(lab, swarm_lab.demo_images(tag))  # what the manager would pull
         # the demo's relaxation (its cleanroom is built here, not pinned), which new_stack adds the profile's numbers to
         (proj / "stacks" / f"{profile}.policy.json").write_text((proj / "policies" / "demo.json").read_text())
-        run(sys.executable, "scripts/new_stack.py", profile, "--from", f"stacks/{profile}.profile.yaml",
+        run(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--from", f"stacks/{profile}.profile.yaml",
             "--env-file", "none", "--set", "host_units=off")
         made.append((profile, run))
         return proj, profile, env, run, root / "data" / profile
@@ -103,7 +104,7 @@ def test_demo_on_two_nodes_scores_and_leaves_nothing(stack, swarm: swarm_lab.Lab
     proj, profile, env, run, data = stack()
     lab = swarm
     policy = ["--policy-pack", "policies", "--policy-pack-config", f"stacks/{profile}.policy.json"]
-    plan = run(sys.executable, "-m", "scripts.plan", profile).stdout
+    plan = run(sys.executable, "-m", "scripts.cli", "plan", profile).stdout
     assert "hosts needed: 2" in plan
 
     up = run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, *policy)
@@ -144,7 +145,7 @@ def test_demo_on_two_nodes_scores_and_leaves_nothing(stack, swarm: swarm_lab.Lab
     assert json.loads((run_dir / "run_manifest.json").read_text())["preserved"] == {TASK: True}
     assert Path(outputs["report"]).is_file()
     # status asks the manager: the task is scored and its workers' services were scaled to 0 by the shutdown
-    view = json.loads(run(sys.executable, "-m", "scripts.status", profile, "--json").stdout)
+    view = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)
     assert view["tasks"][0]["phase"] == "scored", view
     assert [w["state"] for w in view["tasks"][0]["workers"]] == ["stopped", "stopped"], view
 

@@ -10,8 +10,8 @@ import time
 import uuid
 from pathlib import Path
 
-from scripts import swarm_lab
-from scripts.demo_images import STANDIN
+from scripts.lab import swarm_lab
+from scripts.setup.demo_images import STANDIN
 
 PROBE = """
 import json, socket, sys, urllib.request

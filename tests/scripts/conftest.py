@@ -24,7 +24,7 @@ def leaderboard_tasks() -> list[str]:
 def project(tmp_path: Path, pulumi_cli: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     proj = tmp_path / "proj"
     proj.mkdir()
-    for part in ("Pulumi.yaml", "components", "scripts"):
+    for part in ("Pulumi.yaml", "components", "model", "scripts"):
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / part)
     (proj / "stacks").mkdir()
@@ -41,7 +41,7 @@ def kicked_off(run_dir: Path, task: str, deadline_epoch: float) -> None:
     """A kickoff receipt as the kickoff step writes it, for steps that wait for the deadline it records."""
     from model.records import KickoffResult, Receipt
     from model.rundir import RunDir
-    from scripts.step import iso, now, write_atomic
+    from scripts.lib.step import iso, now, write_atomic
 
     result = KickoffResult(ramp_start=iso(deadline_epoch - 60), ramp_start_epoch=deadline_epoch - 60, kickoff_at=now(),
                            deadline=iso(deadline_epoch), deadline_epoch=deadline_epoch, post_id="p")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from scripts.baseline_from_json import settings
+from scripts.cli.baseline_from_json import settings
 
 TASK = "jgm__pandoc.5caad90"
 
@@ -32,7 +32,7 @@ def documented(tmp_path: Path, **over) -> dict:
 def convert(proj: Path, doc: dict, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps(doc))
-    return subprocess.run([sys.executable, str(proj / "scripts" / "baseline_from_json.py"), str(path), "baseline-pandoc",
+    return subprocess.run([sys.executable, "-m", "scripts.cli", "baseline-from-json", str(path), "baseline-pandoc",
                            "--checkout", "/opt/agensh"], cwd=proj, capture_output=True, text=True)
 
 

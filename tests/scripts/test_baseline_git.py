@@ -20,8 +20,8 @@ from model.roles import SNAPSHOT_GIT
 from model.rundir import RunDir
 from model.step_inputs import BaselineStopInputs
 from scripts import baseline
-from scripts.calculator import BASE_IMAGE
-from scripts.step import iso, now, write_atomic
+from scripts.lib.step import iso, now, write_atomic
+from scripts.setup.calculator import BASE_IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import calculator, evaluate, score
+from scripts import evaluate, score
+
+
+from scripts.setup import calculator
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = calculator.TASK

@@ -17,7 +17,7 @@ import programbench
 import pytest
 
 from scripts import export, score
-from scripts.gitops import git
+from scripts.lib.gitops import git
 from tests.scripts.conftest import kicked_off
 
 TASK = "testorg__calculator.abc1234"

@@ -18,8 +18,8 @@ from programbench.utils.load_data import load_all_instances
 
 from model.records import Host, Manifest, Revision
 from model.rundir import RUN_FAILED, RunDir
-from scripts import gate
-from scripts.step import now, write_atomic, write_marker
+from scripts.cli import gate
+from scripts.lib.step import now, write_atomic, write_marker
 from tests.conftest import ROOT
 from tests.scripts.conftest import LEADERBOARD as REFERENCE
 from tests.scripts.conftest import leaderboard_tasks
@@ -282,10 +282,10 @@ def test_bad_input_exits_2_naming_it_and_writes_nothing(tmp_path: Path, tasks, c
 def test_a_stack_names_its_run_and_the_verdict_is_recorded_with_it(tmp_path: Path, tasks, capsys, monkeypatch):
     """A stack name stands for its run directory; the verdict goes into the run's manifest, and the run's verified
     copy is brought up to date so destroy still finds every file copied."""
-    from scripts import new_stack, preserve
+    from scripts.lib import copies, profiles
     from model.rundir import CopyDir, ProfileDir
 
-    monkeypatch.setattr(new_stack, "ROOT", tmp_path)
+    monkeypatch.setattr(profiles, "ROOT", tmp_path)
     (tmp_path / "stacks").mkdir()
     (tmp_path / "stacks" / "Pulumi.cand.yaml").write_text(json.dumps({"config": {
         "agensh:profile": "cand", "agensh:run_id": "20261129t000000z", "agensh:tasks": tasks,
@@ -295,9 +295,9 @@ def test_a_stack_names_its_run_and_the_verdict_is_recorded_with_it(tmp_path: Pat
     make_run(rd.path, tasks, clean)
     copy = CopyDir(tmp_path / "traj" / "cand.20261129t000000z")
     write_atomic(rd.manifest, manifest(tasks).model_copy(update={"copy_dir": str(copy.path)}))
-    preserve.mirror(rd, {}, copy, None)
+    copies.mirror(rd, {}, copy, None)
     code = gate.main(["cand", "--reference", str(REFERENCE)], host=lambda: LOW)
     assert code == 0 and "PASS" in capsys.readouterr().out
     recorded = Manifest.model_validate_json(rd.manifest.read_text()).gate
     assert recorded is not None and recorded.verdict == "PASS" and recorded.task_ids == sorted(tasks)
-    assert preserve.problems(rd, ProfileDir(rd.path.parent).run_archives(rd.path.name), copy) == []
+    assert copies.problems(rd, ProfileDir(rd.path.parent).run_archives(rd.path.name), copy) == []

@@ -1,4 +1,4 @@
-"""scripts/new_stack.py against the real pulumi CLI, in a copy of the project with its own backend."""
+"""`python -m scripts.cli new-stack` against the real pulumi CLI, in a copy of the project with its own backend."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ TASK = "jgm__pandoc.5caad90"
 
 
 def run(proj: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(proj / "scripts" / "new_stack.py"), *args, "--env-file", "none"],
+    return subprocess.run([sys.executable, "-m", "scripts.cli", "new-stack", *args, "--env-file", "none"],
                           cwd=proj, capture_output=True, text=True)
 
 
@@ -66,7 +66,7 @@ def test_env_file_values_and_mode_warning(project: Path, tmp_path: Path, monkeyp
     env = tmp_path / "upstream.env"
     env.write_text("LLM_UPSTREAM=https://from-file.example\nLLM_UPSTREAM_TOKEN=file-token-123\n")
     os.chmod(env, 0o644)
-    out = subprocess.run([sys.executable, str(project / "scripts" / "new_stack.py"), "cohort-w8", "--tasks", TASK,
+    out = subprocess.run([sys.executable, "-m", "scripts.cli", "new-stack", "cohort-w8", "--tasks", TASK,
                           "--checkout", "/opt/agensh", "--env-file", str(env)], cwd=project, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "chmod 600" in out.stderr

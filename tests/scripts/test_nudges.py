@@ -14,8 +14,8 @@ from model.records import Receipt, Wake, WakeResult
 from model.rundir import RunDir
 from model.step_inputs import NudgesInputs
 from scripts import nudges
-from scripts.calculator import BASE_IMAGE
-from scripts.step import now, write_atomic
+from scripts.lib.step import now, write_atomic
+from scripts.setup.calculator import BASE_IMAGE
 from tests.scripts.conftest import kicked_off
 from tests.scripts.test_reminders import Mattermost
 

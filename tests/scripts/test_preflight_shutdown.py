@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scripts import preflight, shutdown
-from scripts.calculator import BASE_IMAGE
+from scripts.setup.calculator import BASE_IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 PIN = "1.0.78"

@@ -12,6 +12,7 @@ import pytest
 from model.rundir import CopyDir, ProfileDir
 from model.step_inputs import PreserveInputs, ProfileDataInputs
 from scripts import preserve, profile_data
+from scripts.lib import copies
 
 RUN, TASK, AGENT = "20261129t000000z", "testorg__calculator.abc1234", "testorg__calculator.abc1234-1"
 
@@ -55,11 +56,11 @@ def test_a_task_and_then_the_run_are_copied_and_verified(profile, tmp_path: Path
     assert (copy.path / TASK / "submission.tar.gz").read_bytes() == rd.submission(TASK).read_bytes()
     assert (copy.agent(AGENT) / "state.tar.gz").read_bytes() == (archive / "state.tar.gz").read_bytes()
     assert not (copy.agent(AGENT) / "planted").exists() and not (copy.agent(AGENT) / "fifo").exists()
-    missing = sorted(preserve.problems(rd, {AGENT: archive}, copy))  # run-level files, and this step's own receipt
+    missing = sorted(copies.problems(rd, {AGENT: archive}, copy))  # run-level files, and this step's own receipt
     assert missing == sorted([f"{copy.path / 'run_manifest.json'} is missing",
                               f"{copy.path / TASK / 'receipts' / 'preserve-task.json'} is missing"])
     assert copy_task(rd, archive, traj, task=None) == 0  # the whole run, last
-    assert preserve.problems(rd, {AGENT: archive}, copy) == []
+    assert copies.problems(rd, {AGENT: archive}, copy) == []
     sums = json.loads(copy.sums.read_text())
     assert sums["run_manifest.json"] and sums[f"agents/{AGENT}/state.tar.gz"] and sums[f"{TASK}/score.json"]
 

@@ -33,8 +33,10 @@ from model.records import (BaselineSeedResult, EvaluateResult, Event, ExportResu
                                 Host, KickoffResult, Receipt, Record, RemindersResult, ShutdownResult, read_record)
 from model.rundir import EXPORT_FAILED, RunDir
 from model.step_inputs import ManifestInputs
-from scripts import gate, manifest, report, score, timeline
-from scripts.step import iso, write_atomic, write_marker
+from scripts import manifest, score
+from scripts.cli import gate, report
+from scripts.lib import timeline
+from scripts.lib.step import iso, write_atomic, write_marker
 from tests.conftest import require
 from tests.scripts.conftest import LEADERBOARD as FIXTURES
 from tests.scripts.conftest import leaderboard_tasks

@@ -10,7 +10,7 @@ import pytest
 
 from scripts import score
 from model.rundir import RunDir
-from scripts.step import write_marker
+from scripts.lib.step import write_marker
 
 TASK = "testorg__calculator.abc1234"
 BUNDLED = Path(programbench.__file__).parent / "data" / "test_runs"

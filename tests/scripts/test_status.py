@@ -11,8 +11,8 @@ from model.profile import parse_profile
 from model.records import (ExportResult, KickoffResult, Receipt, Record, Score, SeedResult, ShutdownResult, Wake,
                                 WakeResult)
 from model.rundir import RunDir
-from scripts import status
-from scripts.step import iso, now, write_atomic
+from scripts.cli import status
+from scripts.lib.step import iso, now, write_atomic
 
 TASK = "testorg__calculator.abc1234"
 

@@ -7,7 +7,7 @@ profile): its env, secret env, mounts, command, user, hostname and health check.
 network created here with a free 10.x subnet; the test process reaches the containers by their address. Images
 are built under private test tags and removed at the end, as are the containers and the networks.
 
-The real Gitea is built once from its Go module and cached (scripts/service_images.py): a cold cache adds a few
+The real Gitea is built once from its Go module and cached (scripts/setup/service_images.py): a cold cache adds a few
 minutes to the first run.
 """
 
@@ -45,13 +45,14 @@ from model.records import Receipt, Wake, WakeResult
 from model.roles import HTTP_PORT, ROLES, spec
 from model.rundir import ProfileDir, RunDir
 from model.step_inputs import NudgesInputs
-from model.topology import placements
-from scripts import (activity, calculator, copilot_cli, demo_images, export, nudges, preflight, score, seed,
-                     service_images)
-from scripts.chat import post_to_team
-from scripts.gitops import git, with_user
-from scripts.sandbox import free_octet
-from scripts.step import now, write_atomic
+from model.topology import Layout
+from scripts import export, nudges, preflight, score, seed
+from scripts.lab.sandbox import free_octet
+from scripts.lib import activity
+from scripts.lib.chat import post_to_team
+from scripts.lib.gitops import git, with_user
+from scripts.lib.step import now, write_atomic
+from scripts.setup import calculator, copilot_cli, demo_images, service_images
 from tests.scripts.conftest import kicked_off
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,7 +169,7 @@ class Team:
             "agent_base_image": image["agent-base"], "agent_image_tag": TAG, "copilot_version": COPILOT,
             "mini_router_stuck_ms": SILENCE_MS})
         self.secrets = {k: f"{k}-{secrets.token_hex(12)}" for k in contract.SECRET_KEYS}
-        self.placements = {(c.role, c.index): c for c in placements(self.profile)}
+        self.placements = {(c.role, c.index): c for c in Layout.of(self.profile).placements}
         self.model_ip = model_ip
 
     def ip(self, role: str, n: int | None = None) -> str:
@@ -916,7 +917,7 @@ def test_export_head_is_the_merged_pull_request(stack: Team, merged, tmp_path: P
 
 
 def test_export_recovers_main_from_the_gitea_data_when_gitea_is_killed(stack: Team, merged, tmp_path: Path):
-    """REQUIREMENTS 35 with the real server's data folder: the committed main, scored without new inference."""
+    """docs/requirements.md R35 with the real server's data folder: the committed main, scored without new inference."""
     sha = merge_commit(stack)
     gitea = stack.placements[("gitea", None)].name
     docker("kill", gitea)

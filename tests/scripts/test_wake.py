@@ -14,8 +14,8 @@ import pytest
 from model.rundir import RunDir
 from model.step_inputs import WakeInputs
 from scripts import wake
-from scripts.calculator import BASE_IMAGE
-from scripts.step import write_atomic
+from scripts.lib.step import write_atomic
+from scripts.setup.calculator import BASE_IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 

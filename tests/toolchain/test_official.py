@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[2]
-VERSIONS = dict(line.split("=", 1) for line in (ROOT / "scripts" / "versions.env").read_text().splitlines()
+VERSIONS = dict(line.split("=", 1) for line in (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines()
                 if line and not line.startswith("#"))
 OFFICIAL = {  # built program -> (version, vendored archive sha256, the upstream Go main module)
     "pulumi-language-python": (VERSIONS["PULUMI_LANGHOST_VERSION"], VERSIONS["PULUMI_LANGHOST_SHA256"],

@@ -1,4 +1,4 @@
-"""The scripted model's plans (stacks/demo/standin/agent_scripts.py) and the activity summary (scripts/activity.py),
+"""The scripted model's plans (stacks/demo/standin/agent_scripts.py) and the activity summary (scripts/lib/activity.py),
 on conversations shaped as the Copilot CLI sends them (its Responses `input`)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scripts import activity
+from scripts.lib import activity
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "stacks" / "demo" / "standin"))
 import agent_scripts  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 
 from model import contract, placement
 from model.profile import ProfileError, parse_profile
-from model.topology import placements
+from model.topology import Layout
 from tests.unit.test_profile import raw
 
 # A host of a given size: 512 GiB and 64 CPUs; the profile's ceilings: workers 64 GiB, routers 8 GiB.
@@ -57,9 +57,9 @@ def test_too_few_hosts_are_refused_with_the_number_needed():
 def test_every_container_has_a_node_routers_beside_their_workers_platform_on_the_manager():
     p = parse_profile(swarm(8, 2))
     made = placement.plan(p)
-    where = {c.name: made.node_of(c.role, c.index) for c in placements(p)}
-    assert len(where) == len(placements(p))
-    for c in placements(p):
+    where = {c.name: made.node_of(c.role, c.index) for c in Layout.of(p).placements}
+    assert len(where) == len(Layout.of(p).placements)
+    for c in Layout.of(p).placements:
         if c.role in ("router", "worker"):
             twin = contract.member_name(p.profile, c.task, "worker" if c.role == "router" else "router", c.index)
             assert where[c.name] == where[twin]
@@ -132,7 +132,7 @@ def test_policy_config_carries_the_node_capacities():
     (8, 256, 32, 1, 4), (32, 256, 32, 1, 16), (120, 256, 32, 1, 60),
     (8, 512, 64, 2, 1), (32, 512, 64, 2, 3), (120, 512, 64, 2, 11)])
 def test_the_readme_figures(workers: int, memory_gib: int, cpus: int, overcommit: float, hosts: int):
-    """README, "One team across several hosts": hosts needed on hosts of a given size (whatever nodes are listed)."""
+    """docs/swarm.md: hosts needed on hosts of a given size (whatever nodes are listed)."""
     from model.profile import Profile
 
     settings = swarm(workers, 1, memory_overcommit=overcommit)

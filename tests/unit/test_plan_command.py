@@ -1,10 +1,10 @@
-"""`python -m scripts.plan`: the hosts a profile needs and where each container goes, before anything is created."""
+"""`python -m scripts.cli plan`: the hosts a profile needs and where each container goes, before anything is created."""
 
 from __future__ import annotations
 
 import pytest
 
-from scripts import plan
+from scripts.cli import plan
 
 
 def test_the_example_swarm_stack_fits_on_its_24_hosts(capsys: pytest.CaptureFixture[str]):

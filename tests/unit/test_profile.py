@@ -10,7 +10,7 @@ import pytest
 from model import catalog, contract
 from model.profile import ProfileError, parse_profile
 from model.roles import spec
-from model.topology import placements
+from model.topology import Layout
 
 TASK = "jgm__pandoc.5caad90"
 CALC = "testorg__calculator.abc1234"
@@ -163,12 +163,12 @@ def test_ports_and_subnets_of_the_documented_examples():
 def test_baseline_publishes_nothing_and_takes_explicit_subnets():
     p = parse_profile(raw(kind="baseline", workers=1, internal_subnet="10.177.242.0/24", egress_subnet="10.177.243.0/24"))
     assert p.ports == {}
-    assert [c.role for c in placements(p)] == ["egress-proxy", "worker", "snapshot"]
+    assert [c.role for c in Layout.of(p).placements] == ["egress-proxy", "worker", "snapshot"]
 
 
 def test_placements_of_cohort_w8():
     p = parse_profile(raw())
-    cs = placements(p)
+    cs = Layout.of(p).placements
     assert len(cs) == 7 + 2 * 8
     by = {c.name: c for c in cs}
     # the database is on the data network only, with the services that use it and the routers; never a worker
@@ -211,7 +211,7 @@ def test_operator_network_only_when_ports_are_published():
     assert str(p.operator_network) == "10.249.254.0/24"
     off = parse_profile(raw(publish_ports=False))
     assert off.operator_network is None and off.ports == {}
-    assert all(c.operator_ip is None for c in placements(off))
+    assert all(c.operator_ip is None for c in Layout.of(off).placements)
     got = problems(internal_subnet="10.249.254.0/24")
     assert any(k == "internal_subnet" and "overlaps the operator network" in m for k, m in got)
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from model import catalog
 from model.profile import parse_profile
 from model.schedule import Ramp
-from model.topology import placements
+from model.topology import Layout
 
 TASK_IDS = sorted(catalog.tasks())
 
@@ -33,14 +33,14 @@ def test_distinct_octets_never_overlap(a, b, wa, wb):
             assert not x.overlaps(y)
 
 
-@settings(max_examples=60, deadline=None)  # correctness, not speed (see scripts/bench.py)
+@settings(max_examples=60, deadline=None)  # correctness, not speed (see scripts/lab/bench.py)
 @given(st.integers(1, 254), st.integers(1, 160), st.integers(1, 4))
 def test_every_container_has_a_unique_address_inside_its_subnet(octet, workers, ntasks):
     p = profile(octet, workers, ntasks)
     internal, egress, data = p.internal_network, p.egress_network, p.data_network
     assert not internal.overlaps(egress) and not data.overlaps(internal) and not data.overlaps(egress)
     seen: set[str] = set()
-    for c in placements(p):
+    for c in Layout.of(p).placements:
         for ip, net in ((c.internal_ip, internal), (c.egress_ip, egress), (c.data_ip, data)):
             if ip is None:
                 continue

@@ -6,7 +6,7 @@ from pathlib import Path
 try:
     from scripts.cli.settings_table import table
 except ImportError:  # before the operator CLIs moved under scripts/cli
-    from scripts.settings_table import table
+    from scripts.cli.settings_table import table
 
 
 def test_profiles_doc_lists_every_setting():

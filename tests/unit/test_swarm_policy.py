@@ -7,7 +7,7 @@ from typing import Any
 
 from model import contract, placement
 from model.profile import parse_profile
-from model.topology import placements
+from model.topology import Layout
 from policies import rules
 from tests.unit.test_placement import swarm
 from tests.unit.test_policies import check, check_stack, labels
@@ -27,7 +27,7 @@ def rendered(p, moved: dict[str, str] | None = None) -> list[tuple[str, dict[str
     """The services of the plan (a node replaced for the names in `moved`)."""
     made = placement.plan(p)
     out = []
-    for c in placements(p):
+    for c in Layout.of(p).placements:
         memory = {"worker": p.worker_memory_gib, "router": p.router_memory_gib}.get(c.role, 0) * contract.GIB_MB
         node = (moved or {}).get(c.name, made.node_of(c.role, c.index))
         out.append((S, service(c.name, c.role, node, c.task, memory)))
@@ -38,7 +38,7 @@ def test_the_plan_passes_and_an_overloaded_node_is_refused():
     p = parse_profile(swarm(8, 2))  # 4 pairs per node, 5 fit each
     cfg = p.policy_config()["swarm-placement"]
     assert check_stack(rules.swarm_placement, rendered(p), cfg) == []
-    on_n2 = [c for c in placements(p) if placement.plan(p).node_of(c.role, c.index) == "n2"]
+    on_n2 = [c for c in Layout.of(p).placements if placement.plan(p).node_of(c.role, c.index) == "n2"]
     moved = {c.name: "n1" for c in on_n2}  # every pair on the manager: 8 pairs and the platform
     got = check_stack(rules.swarm_placement, rendered(p, moved), cfg)
     assert len(got) == 1 and got[0].startswith("node 'n1': memory ceilings add up to 598016 MB, the node allows "

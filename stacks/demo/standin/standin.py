@@ -35,7 +35,7 @@ MM_TEAM, MM_CHANNEL = "pbench", "town-square"
 # A complete agent id: `<ProgramBench task id>-<n>`, task ids look like `owner__repo.<7+ hex>` (catalog ids).
 AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,80}__[a-z0-9][a-z0-9_.-]{0,80}\.[0-9a-f]{7,40}-[1-9][0-9]{0,3}$")
 BOARD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-# The SOLUTION files of scripts/calculator.py (testorg__calculator.abc1234): what the scripted solver writes.
+# The SOLUTION files of scripts/setup/calculator.py (testorg__calculator.abc1234): what the scripted solver writes.
 SOLUTION = {
     "compile.sh": "#!/bin/sh\ncp calculator.sh executable\nchmod +x executable\n",
     "calculator.sh": '#!/bin/bash\n# calculator A OP B\necho $(( $1 $2 $3 ))\n',

@@ -1,0 +1,641 @@
+"""Benchmark: Pulumi against the same containers started without it, like for like (prints figures; asserts nothing).
+
+For each size (workers x tasks) it makes a throwaway copy of the project with a demo-shaped stack of the bare
+topology (`run_steps: false`; private image tags, `uncached: true`, so no shared tag is touched), then times
+- pulumi: `preview` (as `make preview` runs it), `up`, `up` again (no changes) and `destroy`, with the peak memory
+  of the `pulumi` process (first: its subnet was picked free just before);
+- plain: the same images built with `docker build` and the same containers started with `docker` commands, in the
+  same dependency order with the same parallelism (8) and the same waits: every container with a health check is
+  waited for until healthy, the one-shot bootstrap until it exited; then the check that all of it still runs
+  (re-up) and the removal;
+- compose (when `docker-compose` or `docker compose` is installed): the same containers from a generated Compose
+  file (`depends_on` with the same conditions), using the plain side's images, waited for in the same way.
+Each side runs alone, on its own names and subnets; every network is `internal`; everything is removed at the end,
+also on failure. Sizes whose containers would not fit in this machine's memory are previewed only.
+
+    .venv/bin/python -m scripts.lab.bench                       # 2, 8, 32, 128 workers x 1 and 5 tasks
+    .venv/bin/python -m scripts.lab.bench --workers 8 32 --tasks 1
+    .venv/bin/python -m scripts.lab.bench --swarm --workers 2 8 32   # as root: the lab needs network namespaces
+    .venv/bin/python -m scripts.lab.bench --pipeline --workers 121 128 --tasks 1 5
+    .venv/bin/python -m scripts.lab.bench --agents 2 8 32     # real Copilot CLI workers: start-up and memory
+(after `make setup` and one `make demo`, which builds the stand-in images). `--swarm` times `pulumi` alone (preview,
+up, destroy) for one task on one host and on a two-node swarm (scripts/lab/swarm_lab.py, made and removed by the
+benchmark), each under its own names and subnets. `--pipeline` previews the whole run of the demo profile (every
+step too, `run_steps: true`) at each size, as `make preview` does, and prints its resources, seconds, milliseconds
+per resource and the peak memory of `pulumi` (nothing is created: it needs neither `make demo` nor free memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import yaml
+
+from model import contract
+from model.catalog import tasks as catalog
+from components.containers import HEALTH, WAIT_TIMEOUT_S
+from model.profile import Profile, parse_profile
+from model.roles import ROLES, ServiceSpec, spec
+from model import topology
+from model.topology import Placement
+from scripts.cli.status import mib
+from scripts.lab import swarm_lab
+from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
+from scripts.setup import demo_images, service_images
+
+PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
+DEMO_CLEANROOM = contract.cleanroom_image("testorg__calculator.abc1234", "agensh-demo")
+BENCH_ORG = "agensh-bench"  # the cleanroom images of the benchmark's tasks: tags of the calculator's
+LABEL = "agensh.bench"  # its value names the side and this run, so only this run's objects are ever removed
+RUN = os.getpid()
+# The stand-in images of this checkout under private tags (the shared ones may come from another checkout); the real
+# Gitea and MariaDB images are the demo's (built once per version).
+STANDIN_TAG = f"bench-{RUN}"
+PRIVATE = dict(zip(("standin", "mattermost"), demo_images.standin_images(STANDIN_TAG)))
+COMPOSE_TIMEOUT_S = 900
+MEMORY_SHARE = 0.5  # run `up` only when the containers' measured memory fits in this share of the available memory
+UNMEASURED_MAX = 400  # containers to start before the memory per container has been measured
+
+
+def bench_tasks(n: int) -> list[str]:
+    """n real ProgramBench task ids (the shortest, so every container name fits)."""
+    return sorted(sorted(catalog()), key=len)[:n]
+
+
+def run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if out.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return out
+
+
+class PeakRss:
+    """Peak resident memory of the processes named `name` under a process (sampled from /proc every 0.2 s)."""
+
+    def __init__(self, pid: int, name: str):
+        self.pid, self.name, self.peak_kb = pid, name, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _tree(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError):
+                    continue
+                children.setdefault(ppid, []).append(int(entry))
+        out, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo += children.get(pid, [])
+        return out
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            for pid in self._tree():
+                try:
+                    if Path(f"/proc/{pid}/comm").read_text().strip() != self.name:
+                        continue
+                    rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                               if line.startswith("VmRSS:"))
+                except (OSError, StopIteration):
+                    continue
+                self.peak_kb = max(self.peak_kb, rss)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kb // 1024
+
+
+def timed_pulumi(cmd: list[str], **kw: Any) -> tuple[float, int, str]:
+    """Seconds, peak MB of `pulumi` and the output of one command."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    peak = PeakRss(proc.pid, "pulumi")
+    output, _ = proc.communicate()
+    mb = peak.stop()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:5])} failed:\n{output[-3000:]}")
+    return time.monotonic() - t0, mb, output
+
+
+@dataclass(frozen=True)
+class BenchStack:
+    proj: Path  # the throwaway copy of the project
+    env: dict[str, str]  # its own backend and passphrase
+    pulumi: list[str]  # `pulumi` on its stack
+
+    def timed(self, *args: str, env: dict[str, str] | None = None) -> tuple[float, int, str]:
+        return timed_pulumi([*self.pulumi, *args], cwd=self.proj, env={**self.env, **(env or {})})
+
+    def preview(self) -> dict[str, Any]:
+        """`pulumi preview` as `make preview` runs it: seconds, peak MB of `pulumi`, resources and ms per resource."""
+        seconds, mb, output = self.timed("preview", env=PREVIEW_ENV)
+        resources = sum(int(m) for m in re.findall(r"^\s*\+ (\d+) to create$", output, re.MULTILINE))
+        return {"preview": seconds, "preview_mb": mb, "resources": resources,
+                "ms_per_resource": 1000 * seconds / resources if resources else None}
+
+
+@contextlib.contextmanager
+def bench_stack(tmpdir: Path, stack: str, config: dict[str, Any], standin_image: str | None = None
+                ) -> Iterator[BenchStack]:
+    """A copy of the project in `tmpdir` with `stack` made from `config` (`python -m scripts.cli new-stack`); the stack is removed
+    again on the way out, also on failure."""
+    proj = project_copy(tmpdir, stack, config, standin_image=standin_image)
+    made = BenchStack(proj, isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"}),
+                      ["pulumi", "--non-interactive", "-s", stack])
+    try:
+        run([sys.executable, "-m", "scripts.cli", "new-stack", stack, "--from", f"stacks/{stack}.profile.yaml",
+             "--env-file", "none"], cwd=proj, env=made.env)
+        yield made
+    finally:
+        subprocess.run([*made.pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=made.env)
+
+
+def run_dag(nodes: dict[str, tuple[list[str], Callable[[], None]]], parallel: int = PARALLEL) -> None:
+    """Run each node's function once all its dependencies are done, at most `parallel` at once (as the engine)."""
+    done: set[str] = set()
+    running: dict[str, Future[None]] = {}
+    with ThreadPoolExecutor(parallel) as pool:
+        while len(done) < len(nodes):
+            for name, (deps, fn) in nodes.items():
+                if name not in done and name not in running and all(d in done for d in deps):
+                    running[name] = pool.submit(fn)
+            finished, _ = wait(running.values(), return_when=FIRST_COMPLETED)
+            for name in [n for n, f in running.items() if f in finished]:
+                running.pop(name).result()
+                done.add(name)
+
+
+# --- the model's containers, as the components declare them ---------------------------------------------------
+@dataclass
+class Layout:
+    """A profile's networks, containers (with their specs) and the order the components give them."""
+
+    p: Profile
+    containers: list[tuple[Placement, ServiceSpec]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.containers = [(c, spec(self.p, c)) for c in topology.Layout.of(self.p).placements]
+
+    def deps(self, c: Placement) -> list[str]:
+        """What a container waits for: a service its role's `after`; a team member every platform service."""
+        platform = [x.name for x, _ in self.containers if not ROLES[x.role].per_task]
+        if ROLES[c.role].per_task:
+            return platform
+        return [contract.resource_name(self.p.profile, r) for r in ROLES[c.role].after if
+                contract.resource_name(self.p.profile, r) in platform]
+
+    def networks(self) -> dict[str, str]:
+        """Network kind -> subnet."""
+        return {k: str(v) for k, v in topology.Layout.of(self.p).networks.items()}
+
+    def images(self) -> dict[str, tuple[list[str], list[str]]]:
+        """Image tag -> (its builders' dependencies, `docker build` arguments), as the Images component builds them."""
+        p, checkout = self.p, self.p.checkout_dir
+        shared = [r for r in contract.SHARED_IMAGES if p.kind == "team" or r in ("agent-base", "egress-proxy")]
+        out = {p.image(r): ([], ["-f", str(checkout / contract.SHARED_IMAGES[r][0]),
+                                 str(checkout / contract.SHARED_IMAGES[r][2])]) for r in shared}
+        for t in p.tasks:
+            out[p.worker_image(t)] = ([p.image("agent-base")], [
+                "-f", str(checkout / contract.WORKER_DOCKERFILE), "--build-arg", f"TASK_IMAGE={p.cleanroom_image(t)}",
+                "--build-arg", f"AGENT_BASE_IMAGE={p.image('agent-base')}", str(checkout)])
+        return out
+
+
+def private_images() -> None:
+    """This checkout's stand-in images under the private tags, and the demo's real Gitea and MariaDB images."""
+    if demo_images.main(["--standin-tag", STANDIN_TAG]):
+        raise SystemExit("bench: the demo's images could not be made")
+
+
+def bench_profile(name: str, workers: int, ntasks: int, octet: int, data: Path, run_steps: bool = False
+                  ) -> dict[str, Any]:
+    """The stack's `config:`: the demo profile, bare topology (or the whole run), private image tags, these tasks and
+    sizes."""
+    return profile_config(
+        "demo.profile.yaml", profile=name, workers=workers, tasks=bench_tasks(ntasks), run_steps=run_steps,
+        mattermost_image=PRIVATE["mattermost"],
+        subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080", data_root=str(data), uncached=True,
+        keep_pulled_images=True, host_units="off", cleanroom_org=BENCH_ORG,
+        mm_max_users_per_team=max(contract.MM_DEFAULT_MAX_USERS, workers + 3),
+        mysql_max_connections=max(1000, contract.mysql_connections_needed(workers * ntasks, 100)))
+
+
+def tag_cleanrooms(lay: Layout, lab: swarm_lab.Lab | None = None) -> None:
+    """Each task's cleanroom image is the demo's calculator under the task's tag, on this host or the lab's manager
+    (where a swarm builds the worker images)."""
+    for t in lay.p.tasks:
+        tag = ["tag", DEMO_CLEANROOM, lay.p.cleanroom_image(t)]
+        if lab:
+            lab.docker(lab.manager, *tag)
+        else:
+            run(["docker", *tag])
+
+
+def layout(config: dict[str, Any], checkout: Path) -> Layout:
+    raw = {k.split(":", 1)[1]: v for k, v in config.items()}
+    return Layout(parse_profile(raw | {"agensh_checkout": str(checkout)}))
+
+
+def env_of(s: ServiceSpec) -> dict[str, str]:
+    """The container's environment; secrets get a stand-in value (the same on both sides)."""
+    return {**s.env, **{k: "bench" for k in s.secret_env}}
+
+
+def health_status(name: str) -> str:
+    return run(["docker", "inspect", "-f", "{{if .State.Health}}{{.State.Health.Status}}{{end}}", name]).stdout.strip()
+
+
+def wait_healthy(name: str) -> None:
+    """As the docker provider's `wait`: inspect once a second until the health check passes (or the same timeout)."""
+    deadline = time.monotonic() + WAIT_TIMEOUT_S
+    while (status := health_status(name)) != "healthy":
+        if status == "unhealthy" or time.monotonic() > deadline:
+            raise RuntimeError(f"{name} is {status or 'not healthy'}")
+        time.sleep(1.0)
+
+
+def waits_healthy(s: ServiceSpec) -> bool:
+    return bool(s.healthcheck) and not s.one_shot  # the container component's `wait`
+
+
+# --- plain docker ---------------------------------------------------------------------------------------------
+class Plain:
+    """The same images by `docker build`, the same containers by `docker create/network connect/start`."""
+
+    def __init__(self, lay: Layout):
+        self.lay, self.made, self.nets = lay, [], topology.Layout.of(lay.p).network_names
+
+    def build(self) -> float:
+        t0 = time.monotonic()
+        labels = ["--label", f"{LABEL}=plain-{RUN}"]
+        run_dag({tag: (deps, lambda tag=tag, args=args: run(
+            ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args], env={**os.environ, **service_images.LEGACY_BUILDER}))
+            for tag, (deps, args) in self.lay.images().items()})
+        return time.monotonic() - t0
+
+    def start_one(self, c: Placement, s: ServiceSpec) -> None:
+        att = list(c.addresses.items())  # (network kind, address), as the container attaches them
+        args = ["docker", "create", "--name", c.name, "--label", f"{LABEL}=plain-{RUN}", "--restart", "no",
+                "--hostname", c.hostname]
+        for k, v in sorted(c.labels.items()):
+            args += ["--label", f"{k}={v}"]
+        if att:
+            args += ["--network", self.nets[att[0][0]], "--ip", att[0][1]]
+            args += [arg for alias in c.aliases(att[0][0]) or () for arg in ("--network-alias", alias)]
+        else:
+            args += ["--network", "none"]
+        for k, v in sorted(env_of(s).items()):
+            args += ["-e", f"{k}={v}"]
+        for m in s.mounts:
+            args += ["-v", f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}"]
+        if s.memory_mb:
+            args += ["--memory", f"{s.memory_mb}m"]
+        if s.user:
+            args += ["--user", s.user]
+        if s.healthcheck:
+            kind, *test = s.healthcheck
+            args += ["--health-cmd", " ".join(test),  # the CLI takes a shell command
+                     "--health-interval", HEALTH["interval"], "--health-timeout", HEALTH["timeout"],
+                     "--health-retries", str(HEALTH["retries"]), "--health-start-period", HEALTH["start_period"]]
+        if s.entrypoint:
+            args += ["--entrypoint", s.entrypoint[0]]
+        args += [s.image, *(s.entrypoint[1:] if s.entrypoint else ()), *(s.command or ())]
+        run(args)
+        self.made.append(c.name)
+        for kind, ip in att[1:]:
+            aliases = [arg for alias in c.aliases(kind) or () for arg in ("--alias", alias)]
+            run(["docker", "network", "connect", "--ip", ip, *aliases, self.nets[kind], c.name])
+        if s.one_shot:  # the provider's `attach`: wait for it to exit
+            run(["docker", "start", "-a", c.name])
+        else:
+            run(["docker", "start", c.name])
+            if waits_healthy(s):
+                wait_healthy(c.name)
+
+    def up(self) -> float:
+        t0 = time.monotonic()
+        for kind, subnet in self.lay.networks().items():
+            run(["docker", "network", "create", "--internal", "--subnet", subnet, "--label", f"{LABEL}=plain-{RUN}",
+                 self.nets[kind]])
+        run_dag({c.name: (self.lay.deps(c), lambda c=c, s=s: self.start_one(c, s)) for c, s in self.lay.containers})
+        return time.monotonic() - t0
+
+    def reup(self) -> float:
+        """What `up` with no changes checks: every container is there, running unless it may stop."""
+        t0 = time.monotonic()
+        out = run(["docker", "inspect", "-f", "{{.Name}} {{.State.Status}}", *self.made]).stdout.split("\n")
+        assert len([line for line in out if line]) == len(self.lay.containers), out
+        return time.monotonic() - t0
+
+    def down(self) -> float:
+        t0 = time.monotonic()
+        if self.made:
+            subprocess.run(["docker", "rm", "-f", *self.made], capture_output=True)
+        subprocess.run(["docker", "network", "rm", *self.nets.values()], capture_output=True)
+        self.made = []
+        return time.monotonic() - t0
+
+
+# --- compose --------------------------------------------------------------------------------------------------
+def compose_command() -> list[str] | None:
+    for cmd in (["docker", "compose"], ["docker-compose"]):
+        if shutil.which(cmd[0]) and subprocess.run([*cmd, "version"], capture_output=True).returncode == 0:
+            return cmd
+    return None
+
+
+class Compose:
+    """The same containers from a Compose file, on the plain side's images (`images`: compose tag -> plain tag)."""
+
+    def __init__(self, lay: Layout, images: dict[str, str], workdir: Path, cmd: list[str]):
+        self.lay, self.cmd = lay, [*cmd, "-p", f"bench-{lay.p.profile}", "-f", str(workdir / "compose.yaml")]
+        nets = topology.Layout.of(lay.p).network_names
+        specs = {c.name: s for c, s in lay.containers}
+        services = {}
+        for c, s in lay.containers:
+            svc: dict[str, Any] = {
+                "image": images[s.image], "container_name": c.name, "restart": "no",
+                "hostname": c.hostname,
+                "labels": {**c.labels, LABEL: f"compose-{RUN}"}, "environment": env_of(s),
+                "volumes": [f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}" for m in s.mounts]}
+            att = list(c.addresses.items())
+            svc["networks"] = {nets[k]: {"ipv4_address": ip, **({"aliases": c.aliases(k)} if c.aliases(k) else {})}
+                               for k, ip in att}
+            if not att:
+                svc["network_mode"] = "none"
+            if s.memory_mb:
+                svc["mem_limit"] = f"{s.memory_mb}m"
+            if s.user:
+                svc["user"] = s.user
+            if s.entrypoint:
+                svc["entrypoint"] = list(s.entrypoint)
+            if s.command:
+                svc["command"] = list(s.command)
+            if s.healthcheck:
+                svc["healthcheck"] = {"test": list(s.healthcheck), **HEALTH}
+            deps = lay.deps(c)
+            if deps:
+                svc["depends_on"] = {d: {"condition": "service_completed_successfully" if specs[d].one_shot else
+                                         "service_healthy" if waits_healthy(specs[d]) else "service_started"}
+                                     for d in deps}
+            services[c.name] = svc
+        networks = {nets[k]: {"internal": True, "ipam": {"config": [{"subnet": subnet}]},
+                              "labels": {LABEL: f"compose-{RUN}"}} for k, subnet in lay.networks().items()}
+        (workdir / "compose.yaml").write_text(yaml.safe_dump({"version": "2.4", "services": services,
+                                                              "networks": networks}))
+
+    def up(self) -> float:
+        t0 = time.monotonic()
+        # Compose's own parallelism: docker-compose 1.29 hangs with a lower COMPOSE_PARALLEL_LIMIT and health waits
+        run([*self.cmd, "up", "-d"], timeout=COMPOSE_TIMEOUT_S)
+        waiting = [c.name for c, s in self.lay.containers if waits_healthy(s)]
+        run_dag({n: ([], lambda n=n: wait_healthy(n)) for n in waiting})  # Compose returns once they are started
+        return time.monotonic() - t0
+
+    def reup(self) -> float:
+        t0 = time.monotonic()
+        run([*self.cmd, "up", "-d", "--no-recreate"], timeout=COMPOSE_TIMEOUT_S)
+        return time.monotonic() - t0
+
+    def down(self) -> float:
+        t0 = time.monotonic()
+        subprocess.run([*self.cmd, "down", "--remove-orphans"], capture_output=True)
+        return time.monotonic() - t0
+
+
+# --- one size -------------------------------------------------------------------------------------------------
+def container_memory_mb(label_value: str) -> float:
+    """Mean memory used by this run's running containers of one side (`label_value`) (docker stats; a container
+    that stopped meanwhile is left out)."""
+    ids = run(["docker", "ps", "-q", "--filter", f"label={LABEL}={label_value}-{RUN}"]).stdout.split()
+    out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids], capture_output=True,
+                         text=True).stdout if ids else ""
+    used = [mb for mb in (mib(line.split("/")[0].strip()) for line in out.splitlines()) if mb is not None]
+    return sum(used) / len(used) if used else 0.0
+
+
+def available_mb() -> int:
+    return next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemAvailable:")) // 1024
+
+
+def remove_leftovers(lay: Layout, built: list[str]) -> None:
+    """Whatever a failed or interrupted run left: the sides' containers and networks, the Pulumi side's too (its
+    profile's label), the images built under private tags, the cleanroom tags."""
+    for label in (*(f"{LABEL}={side}-{RUN}" for side in ("plain", "compose", "images")),
+                  f"{contract.PROFILE_LABEL}={lay.p.profile}"):
+        containers = run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split()
+        if containers:
+            subprocess.run(["docker", "rm", "-f", *containers], capture_output=True)
+        networks = run(["docker", "network", "ls", "-q", "--filter", f"label={label}"]).stdout.split()
+        if networks:
+            subprocess.run(["docker", "network", "rm", *networks], capture_output=True)
+    subprocess.run(["docker", "rmi", *built, *lay.images(), *[lay.p.cleanroom_image(t) for t in lay.p.tasks]],
+                   capture_output=True)
+
+
+def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str, Any]:
+    result: dict[str, Any] = {"workers": workers, "tasks": ntasks}
+    with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
+        tmpdir = Path(tmp)
+        stack = f"bench-w{workers}x{ntasks}"
+        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "pulumi")
+        built: list[str] = []  # the plain side's image tags
+        with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
+            checkout = made.proj / "stacks" / "demo"
+            lay = layout(config, checkout)
+            result["containers"] = len(lay.containers)
+            fits = (len(lay.containers) <= UNMEASURED_MAX if per_container_mb is None
+                    else per_container_mb * len(lay.containers) < MEMORY_SHARE * available_mb())
+            try:
+                tag_cleanrooms(lay)
+                result |= made.preview()
+                if not fits:
+                    result["skipped"] = (f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
+                                         f"{MEMORY_SHARE:.0%} of {available_mb()} MB available" if per_container_mb
+                                         else f"up: {len(lay.containers)} containers before any size measured their "
+                                              "memory")
+                    return result
+
+                failures = []
+                try:  # first, while the subnet picked for it is still free
+                    result["up"], result["up_mb"], _ = made.timed("up", "--yes", "--skip-preview")
+                    result["reup"], _, _ = made.timed("up", "--yes", "--skip-preview")
+                except RuntimeError as e:  # a side that fails is reported; the others still run
+                    failures.append(f"pulumi: {str(e).splitlines()[0]}")
+                finally:
+                    result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
+
+                def side_layout(side: str) -> Layout:  # own names and subnets (picked now), the same checkout
+                    return layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(),
+                                                tmpdir / side), checkout)
+
+                plain = Plain(side_layout("plain"))
+                built += list(plain.lay.images())
+                try:
+                    result["plain_build"] = plain.build()
+                    result["plain_up"] = plain.up()
+                    result["plain_reup"] = plain.reup()
+                    result["per_container_mb"] = container_memory_mb("plain")
+                except RuntimeError as e:
+                    failures.append(f"plain: {str(e).splitlines()[0]}")
+                finally:
+                    result["plain_down"] = plain.down()
+                cmd = compose_command()
+                if cmd is not None and "plain_build" in result:
+                    other = side_layout("compose")
+                    images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
+                    compose = Compose(other, images, tmpdir, cmd)
+                    try:
+                        result["compose_up"] = compose.up()
+                        result["compose_reup"] = compose.reup()
+                    except (RuntimeError, subprocess.TimeoutExpired) as e:
+                        failures.append(f"compose: {str(e).splitlines()[0]}")
+                    finally:
+                        result["compose_down"] = compose.down()
+                if failures:
+                    result["skipped"] = "; ".join(failures)
+            finally:
+                remove_leftovers(lay, built)
+    return result
+
+
+def pipeline(workers: int, ntasks: int) -> dict[str, Any]:
+    """The preview of the whole run (every step too) of a demo-shaped stack of this size; nothing is created."""
+    with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
+        tmpdir = Path(tmp)
+        stack = f"benchrun-w{workers}x{ntasks}"
+        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "data", run_steps=True)
+        with bench_stack(tmpdir, stack, config) as made:
+            return {"workers": workers, "tasks": ntasks, **made.preview()}
+
+
+def pipeline_main(sizes: list[tuple[int, int]]) -> int:
+    print("workers tasks resources preview_s ms_per_resource pulumi_mb", flush=True)
+    for workers, ntasks in sizes:
+        r = pipeline(workers, ntasks)
+        print(f"{workers:7d} {ntasks:5d} {r['resources']:9d} {r['preview']:9.1f} {r['ms_per_resource']:15.1f} "
+              f"{r['preview_mb']:9d}", flush=True)
+    return 0
+
+
+def swarm_settings(lab: swarm_lab.Lab, data: Path) -> dict[str, Any]:
+    """engine: swarm on the lab, each node declared large enough for all pairs (the plan's numbers, not the
+    machine's: the lab's nodes share this machine's CPUs and memory); node B keeps its data apart."""
+    settings = lab.swarm_settings(memory_gib=64, cpus=16) | {"platform_memory_gib": 1, "platform_cpus": 0.5,
+                                                            "worker_cpus": 0.5, "router_cpus": 0.25}
+    settings["nodes"][1]["data_root"] = str(data.parent / f"{data.name}-n2")
+    return {"agensh:engine": "swarm", "agensh:swarm": settings}
+
+
+def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
+    """preview, up and destroy of one task's bare team, on this host or (lab) on the swarm."""
+    side = "swarm" if lab else "host"
+    result: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
+        tmpdir = Path(tmp)
+        stack = f"bench{side}-w{workers}"
+        config = bench_profile(stack, workers, 1, free_octet(), tmpdir / "data")
+        if lab:
+            config |= swarm_settings(lab, tmpdir / "data") | {"agensh:llm_upstream": f"http://omcgitea-{stack}-model:8080"}
+        with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
+            lay = layout(config, made.proj / "stacks" / "demo")
+            try:
+                tag_cleanrooms(lay, lab)
+                result["preview"] = made.preview()["preview"]
+                try:
+                    result["up"], _, _ = made.timed("up", "--yes", "--skip-preview")
+                finally:
+                    result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
+            finally:
+                if not lab:
+                    remove_leftovers(lay, [])
+    return result
+
+
+def swarm_main(sizes: list[int]) -> int:
+    """One host beside the two-node swarm lab, `pulumi` alone."""
+    print("workers services  one-host up_s  destroy_s  swarm preview_s  up_s  destroy_s  swarm/one-host up")
+    lab = swarm_lab.up(2)
+    try:
+        private_images()
+        swarm_lab.load(lab, swarm_lab.demo_images(STANDIN_TAG))  # what the manager would pull
+        for n in sizes:
+            host, sw = pulumi_only(n, None), pulumi_only(n, lab)
+            print(f"{n:7d} {7 + 2 * n:8d} {host['up']:13.1f} {host['destroy']:10.1f} {sw['preview']:15.1f} "
+                  f"{sw['up']:5.1f} {sw['destroy']:10.1f} {sw['up'] / host['up']:18.1f}", flush=True)
+    finally:
+        swarm_lab.down(lab)
+        subprocess.run(["docker", "rmi", *reversed(PRIVATE.values())], capture_output=True)
+    return 0
+
+
+COLUMNS = ("workers", "tasks", "containers", "preview", "preview_mb", "up", "up_mb", "reup", "destroy", "plain_build",
+           "plain_up", "plain_reup", "plain_down", "compose_up", "compose_reup", "compose_down", "up/plain", "up/compose")
+
+
+def row(r: dict[str, Any]) -> str:
+    if "plain_up" in r and "up" in r:
+        r["up/plain"] = r["up"] / (r["plain_build"] + r["plain_up"])
+    if "compose_up" in r and "up" in r:
+        r["up/compose"] = r["up"] / (r["plain_build"] + r["compose_up"])
+    cells = [f"{r[k]:.2f}" if k.startswith("up/") and k in r else f"{r[k]:.1f}" if isinstance(r.get(k), float)
+             else str(r.get(k, "-")) for k in COLUMNS]
+    return " ".join(c.rjust(len(k)) for c, k in zip(cells, COLUMNS)) + (f"   {r['skipped']}" if "skipped" in r else "")
+
+
+def main(argv: list[str]) -> int:
+    if "--agents" in argv:  # what a worker with the real Copilot CLI costs (scripts/lab/agent_bench.py)
+        from scripts.lab import agent_bench
+        return agent_bench.main(argv)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workers", type=int, nargs="+", default=[2, 8, 32, 128])
+    ap.add_argument("--tasks", type=int, nargs="+", default=[1, 5])
+    ap.add_argument("--preview-only", action="store_true")
+    ap.add_argument("--swarm", action="store_true", help="one task's team on one host beside a two-node swarm lab")
+    ap.add_argument("--pipeline", action="store_true", help="preview only, of the whole run (every step too)")
+    args = ap.parse_args(argv)
+    if args.pipeline:
+        return pipeline_main([(w, t) for t in args.tasks for w in args.workers])
+    run(["docker", "image", "inspect", DEMO_CLEANROOM])  # made by `make demo`
+    if args.swarm:
+        return swarm_main(args.workers)
+    print("seconds; *_mb: peak MB of `pulumi`; up/plain and up/compose count the plain side's image builds too")
+    print(" ".join(COLUMNS), flush=True)
+    per_container: float | None = None  # measured on the first size that runs
+    try:
+        private_images()
+        for ntasks in args.tasks:
+            for workers in args.workers:
+                r = bench(workers, ntasks, float("inf") if args.preview_only else per_container)
+                per_container = r.get("per_container_mb", per_container)
+                print(row(r), flush=True)
+    finally:
+        subprocess.run(["docker", "rmi", *reversed(PRIVATE.values())], capture_output=True)
+    if per_container is not None:
+        print(f"memory used per stand-in container: {per_container:.1f} MB (docker stats)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,84 @@
+"""A throwaway copy of the project with its own state backend and passphrase, for the tests and the benchmark:
+they never touch the user's stacks, stack files or state."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COPIED = ("Pulumi.yaml", "__main__.py", "components", "model", "scripts", "policies")
+# What `make preview` adds to the environment (scripts/setup/preview.env), for previews run as users run them.
+PREVIEW_ENV = dict(line.split("=", 1) for line in (ROOT / "scripts" / "setup" / "preview.env").read_text().splitlines()
+                   if line and not line.startswith("#"))
+
+
+def profile_config(source: str, **settings: Any) -> dict[str, Any]:
+    """A profile file's `config:` (e.g. "demo.profile.yaml") with `agensh:` settings replaced."""
+    config = yaml.safe_load((ROOT / "stacks" / source).read_text())["config"]
+    config.update({f"agensh:{k}": v for k, v in settings.items()})
+    return {k: v for k, v in config.items() if v is not None}
+
+
+def project_copy(tmp: Path, profile: str, config: dict[str, Any], standin_image: str | None = None) -> Path:
+    """`tmp/project`: the program, the demo's stand-in checkout and service images, the venv (linked),
+    `stacks/<profile>.profile.yaml`. With `standin_image` the copied checkout's Dockerfiles build FROM that (a
+    private tag) instead of the demo's stand-in image."""
+    proj = tmp / "project"
+    proj.mkdir()
+    for part in COPIED:
+        src = ROOT / part
+        if src.is_dir():
+            shutil.copytree(src, proj / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, proj / part)
+    for stack_part in ("demo", "services"):
+        shutil.copytree(ROOT / "stacks" / stack_part, proj / "stacks" / stack_part)
+    if standin_image:
+        for dockerfile in (proj / "stacks" / "demo").rglob("Dockerfile*"):
+            text = re.sub(r"^ARG STANDIN_IMAGE=.*$", f"ARG STANDIN_IMAGE={standin_image}", dockerfile.read_text(), flags=re.M)
+            dockerfile.write_text(text)
+    (proj / ".venv").symlink_to(ROOT / ".venv")
+    (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
+    return proj
+
+
+def isolated_env(tmp: Path, passphrase: str, **extra: str) -> dict[str, str]:
+    """The environment with a file backend in `tmp/state` and a passphrase of its own."""
+    (tmp / "state").mkdir(exist_ok=True)
+    env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp / 'state'}", PULUMI_CONFIG_PASSPHRASE=passphrase, **extra)
+    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    return env
+
+
+def used_subnets() -> list[ipaddress.IPv4Network]:
+    """Every IPv4 subnet a Docker network or a host route of this machine uses."""
+    used: list[ipaddress.IPv4Network] = []
+    ids = subprocess.run(["docker", "network", "ls", "-q"], capture_output=True, text=True).stdout.split()
+    for net in json.loads(subprocess.run(["docker", "network", "inspect", *ids], capture_output=True,
+                                         text=True).stdout or "[]") if ids else []:
+        used += [ipaddress.ip_network(c["Subnet"]) for c in (net.get("IPAM") or {}).get("Config") or []
+                 if ":" not in c.get("Subnet", ":")]
+    routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout.split()
+    return used + [ipaddress.ip_network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
+
+
+def free_octet(first: int = 160, last: int = 240) -> int:
+    """An octet X whose 10.X.0.0/16 no Docker network and no host route uses, so several test runs (or a test beside
+    a user's stacks) never collide. Chosen at random in [first, last]."""
+    used = used_subnets()
+    octets = list(range(first, last + 1))
+    random.shuffle(octets)
+    for octet in octets:
+        if not any(ipaddress.ip_network(f"10.{octet}.0.0/16").overlaps(u) for u in used):
+            return octet
+    raise RuntimeError(f"no free 10.X.0.0/16 with X in {first}..{last}")
