@@ -18,7 +18,7 @@ def load(project_dir: Path) -> tuple[Profile, dict[str, pulumi.Output[str]]]:
     """
     prefix = f"{NAMESPACE}:"
     secret_keys = set(contract.SECRET_KEYS)
-    values = {k[len(prefix):]: v for k, v in get_config_env().items() if k.startswith(prefix)}
+    values = {k[len(prefix) :]: v for k, v in get_config_env().items() if k.startswith(prefix)}
     plain = {k: v for k, v in values.items() if k not in secret_keys}
     profile = parse_profile(from_config_strings(plain))
     profile = profile.model_copy(update={"agensh_checkout": str(profile.checkout_path(project_dir))})
@@ -27,6 +27,7 @@ def load(project_dir: Path) -> tuple[Profile, dict[str, pulumi.Output[str]]]:
     if missing:
         raise pulumi.RunError(
             f"secret config {', '.join(sorted(prefix + k for k in missing))} missing; "
-            f"run `.venv/bin/python -m scripts.cli new-stack {pulumi.get_stack()}` to generate passwords and read the gateway token")
+            f"run `.venv/bin/python -m scripts.cli new-stack {pulumi.get_stack()}` to generate passwords and read the gateway token"
+        )
     secrets = {k: cfg.require_secret(k) for k in sorted(secret_keys)}
     return profile, secrets

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Callable
+from collections.abc import Callable
 
 import pulumi
 import pulumi_docker as docker
 
-from .images import Images
-from .sdk import Container, shared_outputs
-from .networks import Networks, docker_labels
 from model.profile import Profile
 from model.roles import ROLES, ServiceSpec, spec
 from model.topology import Placement
+
+from .images import Images
+from .networks import Networks, docker_labels
+from .sdk import Container, shared_outputs
 
 SLICE = "pbench.slice"
 HEALTH = {"interval": "5s", "timeout": "3s", "retries": 30, "start_period": "5s"}
@@ -31,6 +32,7 @@ def declarer(p: Profile, nets: Networks, secrets: dict[str, pulumi.Output[str]],
     def declare(name: str, c: Placement, opts: pulumi.ResourceOptions) -> Container:
         s = spec(p, c)
         return container(name, p, c, s, nets, entry, after_image(opts, images, s))
+
     return declare
 
 
@@ -53,49 +55,72 @@ SecretEntry = Callable[[str, str], pulumi.Output[str]]  # (variable, secret key)
 
 def secret_entries(secrets: dict[str, pulumi.Output[str]]) -> SecretEntry:
     """`NAME=value` of each secret variable, made once and shared by every container that gets it (components/sdk.py)."""
+
     @shared_outputs
     def entry(var: str, key: str) -> pulumi.Output[str]:
         return pulumi.Output.concat(var, "=", secret_value(var, key, secrets))
+
     return entry
 
 
 def env_list(s: ServiceSpec, entry: SecretEntry) -> list[pulumi.Input[str]]:
     """The container's environment as Docker takes it (`NAME=value`), its secrets as they resolve."""
-    return [*(f"{k}={v}" for k, v in sorted(s.env.items())), *(entry(k, key) for k, key in sorted(s.secret_env.items()))]
+    return [
+        *(f"{k}={v}" for k, v in sorted(s.env.items())),
+        *(entry(k, key) for k, key in sorted(s.secret_env.items())),
+    ]
 
 
-def container(resource_name: str, p: Profile, c: Placement, s: ServiceSpec, nets: Networks, entry: SecretEntry,
-              opts: pulumi.ResourceOptions) -> Container:
-    attach = [docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip, aliases=c.aliases(kind))
-              for kind, ip in c.addresses.items()]
+def container(
+    resource_name: str,
+    p: Profile,
+    c: Placement,
+    s: ServiceSpec,
+    nets: Networks,
+    entry: SecretEntry,
+    opts: pulumi.ResourceOptions,
+) -> Container:
+    attach = [
+        docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip, aliases=c.aliases(kind))
+        for kind, ip in c.addresses.items()
+    ]
     health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH) if s.healthcheck else None
     waits = bool(s.healthcheck) and not s.one_shot
-    return Container(resource_name, docker.ContainerArgs(
-        name=c.name,
-        image=s.image,
-        hostname=c.hostname,
-        networks_advanced=attach,
-        envs=env_list(s, entry),
-        labels=docker_labels(c.labels),
-        volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
-                                            read_only=m.read_only) for m in s.mounts],
-        ports=[docker.ContainerPortArgs(internal=ROLES[c.role].port, external=p.ports[c.role], ip="127.0.0.1")]
-        if c.operator_ip else None,
-        command=list(s.command) if s.command else None,
-        entrypoints=list(s.entrypoint) if s.entrypoint else None,
-        network_mode="none" if not attach else None,
-        user=s.user,
-        capabilities=docker.ContainerCapabilitiesArgs(drops=["ALL"]) if s.sandboxed else None,
-        security_opts=["no-new-privileges"] if s.sandboxed else None,
-        memory=s.memory_mb,
-        healthcheck=health,
-        # Only what differs from the provider's defaults (start, must_run; no wait, attach, logs or restart): every
-        # input given costs the provider's Check and Create again per container (docs/performance.md).
-        wait=True if waits else None,
-        wait_timeout=WAIT_TIMEOUT_S if waits else None,
-        must_run=False if s.one_shot or s.stopped_on_purpose else None,
-        start=False if s.woken else None,
-        attach=True if s.one_shot else None,
-        logs=True if s.one_shot else None,
-        cgroup_parent=SLICE if p.host_units != "off" else None,
-    ), opts)
+    return Container(
+        resource_name,
+        docker.ContainerArgs(
+            name=c.name,
+            image=s.image,
+            hostname=c.hostname,
+            networks_advanced=attach,
+            envs=env_list(s, entry),
+            labels=docker_labels(c.labels),
+            volumes=[
+                docker.ContainerVolumeArgs(
+                    host_path=m.host_path, container_path=m.container_path, read_only=m.read_only
+                )
+                for m in s.mounts
+            ],
+            ports=[docker.ContainerPortArgs(internal=ROLES[c.role].port, external=p.ports[c.role], ip="127.0.0.1")]
+            if c.operator_ip
+            else None,
+            command=list(s.command) if s.command else None,
+            entrypoints=list(s.entrypoint) if s.entrypoint else None,
+            network_mode="none" if not attach else None,
+            user=s.user,
+            capabilities=docker.ContainerCapabilitiesArgs(drops=["ALL"]) if s.sandboxed else None,
+            security_opts=["no-new-privileges"] if s.sandboxed else None,
+            memory=s.memory_mb,
+            healthcheck=health,
+            # Only what differs from the provider's defaults (start, must_run; no wait, attach, logs or restart): every
+            # input given costs the provider's Check and Create again per container (docs/performance.md).
+            wait=True if waits else None,
+            wait_timeout=WAIT_TIMEOUT_S if waits else None,
+            must_run=False if s.one_shot or s.stopped_on_purpose else None,
+            start=False if s.woken else None,
+            attach=True if s.one_shot else None,
+            logs=True if s.one_shot else None,
+            cgroup_parent=SLICE if p.host_units != "off" else None,
+        ),
+        opts,
+    )

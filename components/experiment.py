@@ -1,13 +1,13 @@
 """Experiment: the top-level component of one profile stack (docs/design.md, "The stack's graph").
 
-    HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> egress proxy (+ stand-in model)
-        -> Preflight(model) -> the other platform services
-    per task k: Seed(k) -> Team(k) (workers created stopped) -> Wake(k) -> Kickoff(k)
-                -> Export(k) (beside it Reminders(k) and Nudges(k)) -> Shutdown(k) -> Evaluate(k) -> Score(k)
-                -> Preserve(k)
-    Seed(k+1) waits for Shutdown(k) only, so Evaluate(k) overlaps task k+1. Manifest(finish) follows every
-    Preserve, then Report, then Preserve(run): the last step, so the first a destroy deletes (its delete refuses
-    while any result lacks its verified copy).
+HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> egress proxy (+ stand-in model)
+    -> Preflight(model) -> the other platform services
+per task k: Seed(k) -> Team(k) (workers created stopped) -> Wake(k) -> Kickoff(k)
+            -> Export(k) (beside it Reminders(k) and Nudges(k)) -> Shutdown(k) -> Evaluate(k) -> Score(k)
+            -> Preserve(k)
+Seed(k+1) waits for Shutdown(k) only, so Evaluate(k) overlaps task k+1. Manifest(finish) follows every
+Preserve, then Report, then Preserve(run): the last step, so the first a destroy deletes (its delete refuses
+while any result lacks its verified copy).
 """
 
 from __future__ import annotations
@@ -18,21 +18,21 @@ from typing import Any
 
 import pulumi
 
-from model import contract, records
+from model import contract, records, steps
 from model import step_inputs as si
+from model.profile import Profile
+from model.roles import operator_url
+from model.rundir import CopyDir, ProfileDir, RunDir
+from model.topology import Layout
+
 from .containers import declarer
 from .host_units import HostUnits
 from .images import Images
 from .networks import Networks
 from .platform import Platform
-from model.profile import Profile
-from model.roles import operator_url
-from model import steps
-from model.rundir import CopyDir, ProfileDir, RunDir
 from .steps import Step
 from .swarm import Swarm
 from .team import Team
-from model.topology import Layout
 
 
 def checkout_revision(path: Path) -> str | None:
@@ -41,8 +41,14 @@ def checkout_revision(path: Path) -> str | None:
 
 
 class Experiment(pulumi.ComponentResource):
-    def __init__(self, name: str, profile: Profile, secrets: dict[str, pulumi.Output[str]], project_dir: Path,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        profile: Profile,
+        secrets: dict[str, pulumi.Output[str]],
+        project_dir: Path,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("agensh:index:Experiment", name, None, opts)
         p = profile
         self.name, self.p, self.secrets, self.project_dir = name, p, secrets, project_dir
@@ -52,11 +58,14 @@ class Experiment(pulumi.ComponentResource):
         self.copy_dir = str(CopyDir.of(p.traj_root, p.profile, p.run_id).path)
         self.layout = layout = Layout.of(p)
 
-        self.data_inputs = si.ProfileDataInputs(profile_dir=str(ProfileDir.of(p).path), profile=p.profile,
-                                                traj_root=p.traj_root)
+        self.data_inputs = si.ProfileDataInputs(
+            profile_dir=str(ProfileDir.of(p).path), profile=p.profile, traj_root=p.traj_root
+        )
         data = Step(name, steps.PROFILE_DATA, self.data_inputs, self.opts())
         # the engine: this host's Docker, or a swarm through its manager (components/swarm.py)
-        self.swarm = Swarm(f"{name}-swarm", p, layout, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
+        self.swarm = (
+            Swarm(f"{name}-swarm", p, layout, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
+        )
         self.host_units = None
         self.units: list[HostUnits] = []  # the slice and guard every container waits for: this host's, each node's
         if p.host_units != "off":
@@ -65,8 +74,11 @@ class Experiment(pulumi.ComponentResource):
             self.host_units = HostUnits(f"{name}-host", p, self.opts(), ssh_key)
             self.units = [self.host_units, *(self.swarm.host_units(ssh_key, self.opts()) if self.swarm else [])]
         self.docker_env = {"DOCKER_HOST": self.swarm.s.docker_host} if self.swarm else {}
-        engine = self.opts() if self.swarm is None else pulumi.ResourceOptions(
-            parent=self, providers={"docker": self.swarm.provider})
+        engine = (
+            self.opts()
+            if self.swarm is None
+            else pulumi.ResourceOptions(parent=self, providers={"docker": self.swarm.provider})
+        )
         self.networks = Networks(f"{name}-net", p, layout, self.opts()) if self.swarm is None else None
         self.images = Images(f"{name}-images", p, self.checkout, self.revision, engine)
         if self.swarm is not None:
@@ -79,10 +91,11 @@ class Experiment(pulumi.ComponentResource):
 
         self.teams: list[Team] = []
         if not p.run_steps:  # the bare topology: services after the host units, each team after the services
-            self.platform = Platform(f"{name}-platform", layout, self.declare,
-                                     [data, *self.units], self.opts())
-            self.teams = [Team(f"{name}-{contract.task_slug(t)}", layout, t, self.declare,
-                               [self.platform], self.opts()) for t in p.tasks]
+            self.platform = Platform(f"{name}-platform", layout, self.declare, [data, *self.units], self.opts())
+            self.teams = [
+                Team(f"{name}-{contract.task_slug(t)}", layout, t, self.declare, [self.platform], self.opts())
+                for t in p.tasks
+            ]
             record: pulumi.Input[dict[str, Any]] = {"steps": "off"}
         else:
             record = self._steps(data)
@@ -95,7 +108,8 @@ class Experiment(pulumi.ComponentResource):
             "profile_digest": p.digest(),
             "networks": {k: str(n) for k, n in layout.networks.items()},
             "addresses": {c.name: c.addresses for c in layout.placements}
-            if self.swarm is None else {},  # a swarm's services have names, no fixed addresses
+            if self.swarm is None
+            else {},  # a swarm's services have names, no fixed addresses
             **({"nodes": {c.name: self.swarm.on(c).name for c in layout.placements}} if self.swarm else {}),
             "ports": p.ports,
             "images": self.images.ids,
@@ -113,32 +127,71 @@ class Experiment(pulumi.ComponentResource):
         """Preflight, manifest, platform and per-task steps in the order of the module docstring; returns the
         provenance record."""
         name, p, secrets = self.name, self.p, self.secrets
-        preflight = Step(name, steps.PREFLIGHT_HOST, si.PreflightHostInputs(
-            run_dir=self.run_dir, profile=p.profile, host_units=p.host_units,
-            images=sorted(self.images.by_name), worker_images=[p.worker_image(t) for t in p.tasks],
-            copilot_version=p.copilot_version,
-            revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
-            checkout_revision=self.revision,
-            subnets=[str(n) for n in self.layout.networks.values()],
-            networks=sorted(self.layout.network_names.values()), ports=sorted(p.ports.values()), limits=p.limits,
-        ), self.opts(data, self.networks, self.images, *self.units), once_per_run=p.run_id,
-            late={"host_units_receipt": self.host_units.receipt} if self.host_units else None, env=self.docker_env)
+        preflight = Step(
+            name,
+            steps.PREFLIGHT_HOST,
+            si.PreflightHostInputs(
+                run_dir=self.run_dir,
+                profile=p.profile,
+                host_units=p.host_units,
+                images=sorted(self.images.by_name),
+                worker_images=[p.worker_image(t) for t in p.tasks],
+                copilot_version=p.copilot_version,
+                revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
+                checkout_revision=self.revision,
+                subnets=[str(n) for n in self.layout.networks.values()],
+                networks=sorted(self.layout.network_names.values()),
+                ports=sorted(p.ports.values()),
+                limits=p.limits,
+            ),
+            self.opts(data, self.networks, self.images, *self.units),
+            once_per_run=p.run_id,
+            late={"host_units_receipt": self.host_units.receipt} if self.host_units else None,
+            env=self.docker_env,
+        )
         manifest_inputs = si.ManifestInputs(
-            run_dir=self.run_dir, project_dir=str(self.project_dir), checkout=str(self.checkout),
-            profile=p.model_dump(mode="json"), profile_digest=p.digest(), attempt=p.eval_attempt, copy_dir=self.copy_dir,
-            start_at=p.start_at)
-        images = self.images.ids if self.swarm is None else pulumi.Output.all(self.images.ids, self.swarm.digests).apply(
-            lambda both: {**both[0], **both[1]})  # on a swarm, the registry digest each node ran, not the manager's id
-        manifest = Step(name, steps.MANIFEST_START, manifest_inputs, self.opts(preflight),
-                        once_per_run=p.run_id, late={"images": images})
+            run_dir=self.run_dir,
+            project_dir=str(self.project_dir),
+            checkout=str(self.checkout),
+            profile=p.model_dump(mode="json"),
+            profile_digest=p.digest(),
+            attempt=p.eval_attempt,
+            copy_dir=self.copy_dir,
+            start_at=p.start_at,
+        )
+        images = (
+            self.images.ids
+            if self.swarm is None
+            else pulumi.Output.all(self.images.ids, self.swarm.digests).apply(lambda both: {**both[0], **both[1]})
+        )  # on a swarm, the registry digest each node ran, not the manager's id
+        manifest = Step(
+            name,
+            steps.MANIFEST_START,
+            manifest_inputs,
+            self.opts(preflight),
+            once_per_run=p.run_id,
+            late={"images": images},
+        )
         self.platform = Platform(
-            f"{name}-platform", self.layout, self.declare,
-            [manifest, *self.units], self.opts(),
-            gate=lambda model_path: Step(name, steps.PREFLIGHT_MODEL, si.PreflightModelInputs(
-                run_dir=self.run_dir, model=p.model, effort=p.reasoning_effort,
-                proxy_url=operator_url(p, "egress-proxy"),
-            ), self.opts(*model_path), secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
-                once_per_run=p.run_id))
+            f"{name}-platform",
+            self.layout,
+            self.declare,
+            [manifest, *self.units],
+            self.opts(),
+            gate=lambda model_path: Step(
+                name,
+                steps.PREFLIGHT_MODEL,
+                si.PreflightModelInputs(
+                    run_dir=self.run_dir,
+                    model=p.model,
+                    effort=p.reasoning_effort,
+                    proxy_url=operator_url(p, "egress-proxy"),
+                ),
+                self.opts(*model_path),
+                secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
+                once_per_run=p.run_id,
+            ),
+        )
         model_check = self.platform.gate
 
         scores: list[Step] = []
@@ -151,43 +204,88 @@ class Experiment(pulumi.ComponentResource):
             previous_shutdown = shutdown
             last: Step = shutdown
             if not p.skip_eval:
-                evaluate = Step(f"{name}-{slug}", steps.EVALUATE, si.EvaluateInputs(
-                    run_dir=self.run_dir, task_id=task, docker_cpus=p.eval_docker_cpus,
-                    pytest_addopts=p.eval_pytest_addopts, memory_gib=p.eval_memory_gib, docker_org=p.cleanroom_org,
-                    blob_dir=p.eval_blob_dir, profile=p.profile, attempt=p.eval_attempt), self.opts(shutdown),
-                    triggers=[p.eval_attempt], env=self.docker_env)
-                last = Step(f"{name}-{slug}", steps.SCORE, si.ScoreInputs(
-                    run_dir=self.run_dir, task_id=task, attempt=p.eval_attempt), self.opts(evaluate),
-                    triggers=[p.eval_attempt])
+                evaluate = Step(
+                    f"{name}-{slug}",
+                    steps.EVALUATE,
+                    si.EvaluateInputs(
+                        run_dir=self.run_dir,
+                        task_id=task,
+                        docker_cpus=p.eval_docker_cpus,
+                        pytest_addopts=p.eval_pytest_addopts,
+                        memory_gib=p.eval_memory_gib,
+                        docker_org=p.cleanroom_org,
+                        blob_dir=p.eval_blob_dir,
+                        profile=p.profile,
+                        attempt=p.eval_attempt,
+                    ),
+                    self.opts(shutdown),
+                    triggers=[p.eval_attempt],
+                    env=self.docker_env,
+                )
+                last = Step(
+                    f"{name}-{slug}",
+                    steps.SCORE,
+                    si.ScoreInputs(run_dir=self.run_dir, task_id=task, attempt=p.eval_attempt),
+                    self.opts(evaluate),
+                    triggers=[p.eval_attempt],
+                )
                 scores.append(last)
-            copies.append(Step(f"{name}-{slug}", steps.PRESERVE_TASK, si.PreserveInputs(
-                run_dir=self.run_dir, task_id=task, copy_dir=self.copy_dir, archive_dirs=self._archives(task)),
-                self.opts(last), triggers=[p.eval_attempt]))
+            copies.append(
+                Step(
+                    f"{name}-{slug}",
+                    steps.PRESERVE_TASK,
+                    si.PreserveInputs(
+                        run_dir=self.run_dir, task_id=task, copy_dir=self.copy_dir, archive_dirs=self._archives(task)
+                    ),
+                    self.opts(last),
+                    triggers=[p.eval_attempt],
+                )
+            )
         finish = Step(name, steps.MANIFEST_FINISH, manifest_inputs, self.opts(*copies), triggers=[p.eval_attempt])
-        report = Step(name, steps.REPORT, si.Inputs(run_dir=self.run_dir), self.opts(finish),
-                      triggers=[p.eval_attempt])
+        report = Step(name, steps.REPORT, si.Inputs(run_dir=self.run_dir), self.opts(finish), triggers=[p.eval_attempt])
         # The run's last step, so the first a destroy deletes: its delete refuses while results would be lost.
-        Step(name, steps.PRESERVE_RUN, si.PreserveInputs(
-            run_dir=self.run_dir, task_id=None, copy_dir=self.copy_dir,
-            archive_dirs={a: d for t in p.tasks for a, d in self._archives(t).items()}, guard=self.data_inputs),
-            self.opts(report), triggers=[p.eval_attempt])
+        Step(
+            name,
+            steps.PRESERVE_RUN,
+            si.PreserveInputs(
+                run_dir=self.run_dir,
+                task_id=None,
+                copy_dir=self.copy_dir,
+                archive_dirs={a: d for t in p.tasks for a, d in self._archives(t).items()},
+                guard=self.data_inputs,
+            ),
+            self.opts(report),
+            triggers=[p.eval_attempt],
+        )
 
         # the gate runs after `up` (scripts/cli/gate.py); the next `up` shows its verdict here
         return pulumi.Output.all(manifest.receipt, finish.receipt, *[s.receipt for s in scores]).apply(
-            lambda r: records.provenance(p.profile, p.run_id, p.digest(), r[0], list(r[2:]), r[1],
-                                         records.read_record(RunDir.of(p).gate, records.GateResult),
-                                         ).model_dump(mode="json"))
+            lambda r: records.provenance(
+                p.profile,
+                p.run_id,
+                p.digest(),
+                r[0],
+                list(r[2:]),
+                r[1],
+                records.read_record(RunDir.of(p).gate, records.GateResult),
+            ).model_dump(mode="json")
+        )
 
     def _archives(self, task: str) -> dict[str, str]:
         """Each agent of a task, and the directory its archive is sealed into in this run."""
         pd = ProfileDir.of(self.p)
-        return {agent: str(pd.archive_dir(agent, self.p.run_id))
-                for agent in (contract.agent_id(task, c.index or 0) for c in self.layout.members(task, "worker"))}
+        return {
+            agent: str(pd.archive_dir(agent, self.p.run_id))
+            for agent in (contract.agent_id(task, c.index or 0) for c in self.layout.members(task, "worker"))
+        }
 
     def _gitea(self, task: str) -> dict[str, str]:
-        return {"gitea_url": operator_url(self.p, "gitea"), "gitea_user": contract.ADMIN_USER,
-                "repo": contract.team_repo(task),
-                "gitea_repositories": str(ProfileDir.of(self.p).gitea_repositories)}
+        return {
+            "gitea_url": operator_url(self.p, "gitea"),
+            "gitea_user": contract.ADMIN_USER,
+            "repo": contract.team_repo(task),
+            "gitea_repositories": str(ProfileDir.of(self.p).gitea_repositories),
+        }
 
     def _team_task(self, task: str, after: list[Any]) -> Step:
         """Seed -> routers and workers -> kickoff -> export -> shutdown; returns the shutdown step."""
@@ -198,31 +296,87 @@ class Experiment(pulumi.ComponentResource):
         mattermost = {"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]}
         base = {"run_dir": self.run_dir, "task_id": task}
         chat = {**base, "mattermost_url": operator_url(p, "mattermost"), "mattermost_user": contract.ADMIN_USER}
-        seed = Step(f"{name}-{slug}", steps.SEED, si.SeedInputs(
-            **base, **self._gitea(task), cleanroom_image=p.cleanroom_image(task), archive_dirs=list(archives.values())),
-            self.opts(*after), secrets=gitea_password, env=self.docker_env)
+        seed = Step(
+            f"{name}-{slug}",
+            steps.SEED,
+            si.SeedInputs(
+                **base,
+                **self._gitea(task),
+                cleanroom_image=p.cleanroom_image(task),
+                archive_dirs=list(archives.values()),
+            ),
+            self.opts(*after),
+            secrets=gitea_password,
+            env=self.docker_env,
+        )
         team = Team(f"{name}-{slug}", self.layout, task, self.declare, [seed], self.opts())
         self.teams.append(team)
         swarm = self.swarm is not None
-        wake = Step(f"{name}-{slug}", steps.WAKE, si.WakeInputs(
-            **base, workers=dict(zip(archives, p.task_budget.worker_offsets)), services=swarm), self.opts(team),
-            env=self.docker_env)
-        kickoff = Step(f"{name}-{slug}", steps.KICKOFF, si.KickoffInputs(
-            **chat, prompt=str(self.checkout / "prompts" / "kickoff.md"), budget_s=p.task_budget.budget_s,
-            kickoff_s=p.task_budget.kickoff_s, workers=dict(zip(archives, self._archives(task))),
-            copilot_version=p.copilot_version, services=swarm), self.opts(wake), secrets=mattermost,
-            env=self.docker_env)
-        export = Step(f"{name}-{slug}", steps.EXPORT, si.GiteaInputs(**base, **self._gitea(task)), self.opts(kickoff),
-                      secrets=gitea_password)
-        reminders = Step(f"{name}-{slug}", steps.REMINDERS, si.RemindersInputs(**chat, minutes=p.reminder_minutes),
-                         self.opts(kickoff), secrets=mattermost)
-        nudges = Step(f"{name}-{slug}", steps.NUDGES, si.NudgesInputs(
-            **chat, workers=dict(zip(archives, self._archives(task))), idle_nudge_s=p.idle_nudge_s,
-            idle_check_s=p.idle_check_s, services=swarm), self.opts(kickoff), secrets=mattermost, env=self.docker_env)
-        return Step(f"{name}-{slug}", steps.SHUTDOWN, si.ShutdownInputs(
-            **base, grace_s=p.export_grace_s, workers=archives, routers=[c.name for c in self.layout.members(task, "router")],
-            services=swarm), self.opts(export, reminders, nudges), env=self.docker_env,
-            late={"collect": self.swarm.archives(task)} if self.swarm else None)
+        wake = Step(
+            f"{name}-{slug}",
+            steps.WAKE,
+            si.WakeInputs(**base, workers=dict(zip(archives, p.task_budget.worker_offsets)), services=swarm),
+            self.opts(team),
+            env=self.docker_env,
+        )
+        kickoff = Step(
+            f"{name}-{slug}",
+            steps.KICKOFF,
+            si.KickoffInputs(
+                **chat,
+                prompt=str(self.checkout / "prompts" / "kickoff.md"),
+                budget_s=p.task_budget.budget_s,
+                kickoff_s=p.task_budget.kickoff_s,
+                workers=dict(zip(archives, self._archives(task))),
+                copilot_version=p.copilot_version,
+                services=swarm,
+            ),
+            self.opts(wake),
+            secrets=mattermost,
+            env=self.docker_env,
+        )
+        export = Step(
+            f"{name}-{slug}",
+            steps.EXPORT,
+            si.GiteaInputs(**base, **self._gitea(task)),
+            self.opts(kickoff),
+            secrets=gitea_password,
+        )
+        reminders = Step(
+            f"{name}-{slug}",
+            steps.REMINDERS,
+            si.RemindersInputs(**chat, minutes=p.reminder_minutes),
+            self.opts(kickoff),
+            secrets=mattermost,
+        )
+        nudges = Step(
+            f"{name}-{slug}",
+            steps.NUDGES,
+            si.NudgesInputs(
+                **chat,
+                workers=dict(zip(archives, self._archives(task))),
+                idle_nudge_s=p.idle_nudge_s,
+                idle_check_s=p.idle_check_s,
+                services=swarm,
+            ),
+            self.opts(kickoff),
+            secrets=mattermost,
+            env=self.docker_env,
+        )
+        return Step(
+            f"{name}-{slug}",
+            steps.SHUTDOWN,
+            si.ShutdownInputs(
+                **base,
+                grace_s=p.export_grace_s,
+                workers=archives,
+                routers=[c.name for c in self.layout.members(task, "router")],
+                services=swarm,
+            ),
+            self.opts(export, reminders, nudges),
+            env=self.docker_env,
+            late={"collect": self.swarm.archives(task)} if self.swarm else None,
+        )
 
     def _baseline_task(self, task: str, after: list[Any]) -> Step:
         """Seed the host workspace -> worker and snapshot sidecar -> stop at the deadline (archive, commit the rest,
@@ -232,24 +386,51 @@ class Experiment(pulumi.ComponentResource):
         pd = ProfileDir.of(p)
         (worker,), (sidecar,) = self.layout.members(task, "worker"), self.layout.members(task, "snapshot")
         archive = str(pd.archive_dir(contract.agent_id(task, 1), p.run_id))
-        base = {"run_dir": self.run_dir, "task_id": task, "workspace": str(pd.workspace),
-                "worker_image": p.worker_image(task)}
-        seed = Step(f"{name}-{slug}", steps.BASELINE_SEED, si.BaselineSeedInputs(
-            **base, cleanroom_image=p.cleanroom_image(task), budget_s=p.task_budget.budget_s, archive_dirs=[archive],
-            provenance={"profile": p.model_dump(mode="json"), "profile_digest": p.digest(),
-                        "worker_image": p.worker_image(task), "cleanroom_image": p.cleanroom_image(task)},
-        ), self.opts(*after))
+        base = {
+            "run_dir": self.run_dir,
+            "task_id": task,
+            "workspace": str(pd.workspace),
+            "worker_image": p.worker_image(task),
+        }
+        seed = Step(
+            f"{name}-{slug}",
+            steps.BASELINE_SEED,
+            si.BaselineSeedInputs(
+                **base,
+                cleanroom_image=p.cleanroom_image(task),
+                budget_s=p.task_budget.budget_s,
+                archive_dirs=[archive],
+                provenance={
+                    "profile": p.model_dump(mode="json"),
+                    "profile_digest": p.digest(),
+                    "worker_image": p.worker_image(task),
+                    "cleanroom_image": p.cleanroom_image(task),
+                },
+            ),
+            self.opts(*after),
+        )
         team = Team(f"{name}-{slug}", self.layout, task, self.declare, [seed], self.opts())
         self.teams.append(team)
-        return Step(f"{name}-{slug}", steps.BASELINE_STOP, si.BaselineStopInputs(
-            **base, worker=worker.name, sidecar=sidecar.name, archive_dir=archive, grace_s=p.export_grace_s),
-            self.opts(team))
+        return Step(
+            f"{name}-{slug}",
+            steps.BASELINE_STOP,
+            si.BaselineStopInputs(
+                **base, worker=worker.name, sidecar=sidecar.name, archive_dir=archive, grace_s=p.export_grace_s
+            ),
+            self.opts(team),
+        )
 
 
 def pair(p: Profile, record: pulumi.Input[dict[str, Any]]) -> pulumi.Output[dict[str, Any]]:
     """This baseline's score beside the team stack's score for the same task (when both exist)."""
     team = pulumi.StackReference(f"organization/{pulumi.get_project()}/{p.pair_with}")
-    return pulumi.Output.all(mine=record, theirs=team.get_output("provenance")).apply(lambda r: {
-        task: {"baseline": (r["mine"] or {}).get("scores", {}).get(task, {}).get("score"),
-               "team": ((r["theirs"] or {}).get("scores") or {}).get(task, {}).get("score"), "team_stack": p.pair_with}
-        for task in p.tasks})
+    return pulumi.Output.all(mine=record, theirs=team.get_output("provenance")).apply(
+        lambda r: {
+            task: {
+                "baseline": (r["mine"] or {}).get("scores", {}).get(task, {}).get("score"),
+                "team": ((r["theirs"] or {}).get("scores") or {}).get(task, {}).get("score"),
+                "team_stack": p.pair_with,
+            }
+            for task in p.tasks
+        }
+    )

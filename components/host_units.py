@@ -23,8 +23,11 @@ HEREDOC_END = "AGENSH_GUARD_SCRIPT_END"
 def install_script(profile: Profile) -> str:
     """Shell assignments of the settings, then the host units script: what `sh -s` reads on stdin."""
     guard = (SCRIPTS / "pbench_reboot_guard.sh").read_text()
-    settings = {"SLICE_MEMORY_PERCENT": str(profile.slice_memory_percent), "OWNER": profile.profile,
-                "GUARD_EXEC": REMOTE_GUARD_EXEC if profile.host_units == "remote" else str(SCRIPTS / "pbench_reboot_guard.sh")}
+    settings = {
+        "SLICE_MEMORY_PERCENT": str(profile.slice_memory_percent),
+        "OWNER": profile.profile,
+        "GUARD_EXEC": REMOTE_GUARD_EXEC if profile.host_units == "remote" else str(SCRIPTS / "pbench_reboot_guard.sh"),
+    }
     lines = [f"{k}={shlex.quote(v)}" for k, v in settings.items()]
     if profile.host_units == "remote":  # the guard script travels with the units
         assert HEREDOC_END not in guard
@@ -37,8 +40,13 @@ class HostUnits(pulumi.ComponentResource):
 
     receipt: pulumi.Output[str]
 
-    def __init__(self, name: str, profile: Profile, opts: pulumi.ResourceOptions | None = None,
-                 ssh_private_key: pulumi.Input[str] | None = None):
+    def __init__(
+        self,
+        name: str,
+        profile: Profile,
+        opts: pulumi.ResourceOptions | None = None,
+        ssh_private_key: pulumi.Input[str] | None = None,
+    ):
         super().__init__("agensh:index:HostUnits", name, None, opts)
         # remove before installing again: a replacement must not delete what the new install reuses
         child = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
@@ -46,12 +54,27 @@ class HostUnits(pulumi.ComponentResource):
         if profile.host_units == "remote":
             cmd: local.Command | remote.Command = remote.Command(
                 f"{name}-install",
-                connection=remote.ConnectionArgs(host=profile.ssh_host, port=profile.ssh_port, user=profile.ssh_user,
-                                                 private_key=ssh_private_key, host_key=profile.ssh_host_key),
-                create="sh -s install", delete="sh -s remove", stdin=stdin, add_previous_output_in_env=False,
-                opts=child)
+                connection=remote.ConnectionArgs(
+                    host=profile.ssh_host,
+                    port=profile.ssh_port,
+                    user=profile.ssh_user,
+                    private_key=ssh_private_key,
+                    host_key=profile.ssh_host_key,
+                ),
+                create="sh -s install",
+                delete="sh -s remove",
+                stdin=stdin,
+                add_previous_output_in_env=False,
+                opts=child,
+            )
         else:
-            cmd = local.Command(f"{name}-install", create="sh -s install", delete="sh -s remove", stdin=stdin,
-                                add_previous_output_in_env=False, opts=child)
+            cmd = local.Command(
+                f"{name}-install",
+                create="sh -s install",
+                delete="sh -s remove",
+                stdin=stdin,
+                add_previous_output_in_env=False,
+                opts=child,
+            )
         self.receipt = cmd.stdout
         self.register_outputs({"receipt": self.receipt})

@@ -32,46 +32,85 @@ class Images(pulumi.ComponentResource):
     shared: dict[str, docker.RemoteImage]
     workers: dict[str, docker.RemoteImage]
 
-    def __init__(self, name: str, profile: Profile, checkout: Path, revision: str | None,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        profile: Profile,
+        checkout: Path,
+        revision: str | None,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("agensh:index:Images", name, None, opts)
         p = profile
 
         def pull(key: str, image: str) -> docker.RemoteImage:
-            return docker.RemoteImage(f"{name}-{key}", name=image, keep_locally=p.keep_pulled_images,
-                                      opts=pulumi.ResourceOptions(parent=self))
+            return docker.RemoteImage(
+                f"{name}-{key}", name=image, keep_locally=p.keep_pulled_images, opts=pulumi.ResourceOptions(parent=self)
+            )
 
-        def build(key: str, image: str, dockerfile: str, context: Path, role: str, task: str | None = None,
-                  args: dict[str, pulumi.Input[str]] | None = None, depends: list[pulumi.Resource] | None = None
-                  ) -> docker.RemoteImage:
+        def build(
+            key: str,
+            image: str,
+            dockerfile: str,
+            context: Path,
+            role: str,
+            task: str | None = None,
+            args: dict[str, pulumi.Input[str]] | None = None,
+            depends: list[pulumi.Resource] | None = None,
+        ) -> docker.RemoteImage:
             labels = p.labels(role, task) | ({contract.REVISION_LABEL: revision} if revision else {})
             return docker.RemoteImage(
-                f"{name}-{key}", name=image, keep_locally=False,
+                f"{name}-{key}",
+                name=image,
+                keep_locally=False,
                 build=docker.RemoteImageBuildArgs(
-                    context=str(context), dockerfile=str(checkout / dockerfile), no_cache=p.uncached,
-                    build_args=args, label=labels,  # `label`: the bridged provider applies it, `labels` it ignores
-                    network_mode=p.swarm.build_network if p.swarm else None),
-                triggers={"context": context_digest(context),
-                          "dockerfile": hashlib.sha256((checkout / dockerfile).read_bytes()).hexdigest()},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []))
+                    context=str(context),
+                    dockerfile=str(checkout / dockerfile),
+                    no_cache=p.uncached,
+                    build_args=args,
+                    label=labels,  # `label`: the bridged provider applies it, `labels` it ignores
+                    network_mode=p.swarm.build_network if p.swarm else None,
+                ),
+                triggers={
+                    "context": context_digest(context),
+                    "dockerfile": hashlib.sha256((checkout / dockerfile).read_bytes()).hexdigest(),
+                },
+                opts=pulumi.ResourceOptions(parent=self, depends_on=depends or []),
+            )
 
         self.cleanroom = {t: pull(f"cleanroom-{contract.task_slug(t)}", p.cleanroom_image(t)) for t in p.tasks}
         self.pulled = {r: pull(r, getattr(p, f"{r}_image")) for r in THIRD_PARTY} if p.kind == "team" else {}
         roles = ["agent-base", "egress-proxy"] if p.kind == "baseline" else list(SHARED_IMAGES)
         self.shared = {
-            role: build(role, p.image(role), SHARED_IMAGES[role][0], checkout / SHARED_IMAGES[role][2], role,
-                        args={"COPILOT_VERSION": p.copilot_version} if role == "agent-base" else None)
-            for role in roles}
+            role: build(
+                role,
+                p.image(role),
+                SHARED_IMAGES[role][0],
+                checkout / SHARED_IMAGES[role][2],
+                role,
+                args={"COPILOT_VERSION": p.copilot_version} if role == "agent-base" else None,
+            )
+            for role in roles
+        }
         base = self.shared["agent-base"]
         self.workers = {
-            t: build(f"worker-{contract.task_slug(t)}", p.worker_image(t), WORKER_DOCKERFILE, checkout, "worker-image", t,
-                     args={"TASK_IMAGE": self.cleanroom[t].name, "AGENT_BASE_IMAGE": base.name},
-                     depends=[base, self.cleanroom[t]])
-            for t in p.tasks}
+            t: build(
+                f"worker-{contract.task_slug(t)}",
+                p.worker_image(t),
+                WORKER_DOCKERFILE,
+                checkout,
+                "worker-image",
+                t,
+                args={"TASK_IMAGE": self.cleanroom[t].name, "AGENT_BASE_IMAGE": base.name},
+                depends=[base, self.cleanroom[t]],
+            )
+            for t in p.tasks
+        }
         self.by_name: dict[str, docker.RemoteImage] = (
             {p.cleanroom_image(t): i for t, i in self.cleanroom.items()}
             | {getattr(p, f"{r}_image"): i for r, i in self.pulled.items()}
             | {p.image(r): i for r, i in self.shared.items()}
-            | {p.worker_image(t): i for t, i in self.workers.items()})
+            | {p.worker_image(t): i for t, i in self.workers.items()}
+        )
         self.ids: pulumi.Output[dict[str, str]] = pulumi.Output.all(**{k: i.image_id for k, i in self.by_name.items()})
         self.register_outputs({"ids": self.ids})

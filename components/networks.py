@@ -16,20 +16,27 @@ def docker_labels(labels: dict[str, str]) -> list[dict[str, str]]:
     return [{"label": k, "value": v} for k, v in sorted(labels.items())]
 
 
-def docker_networks(name: str, profile: Profile, layout: Layout, opts: pulumi.ResourceOptions, overlay: bool = False
-                    ) -> dict[str, docker.Network]:
+def docker_networks(
+    name: str, profile: Profile, layout: Layout, opts: pulumi.ResourceOptions, overlay: bool = False
+) -> dict[str, docker.Network]:
     """The profile's networks by kind, as this host's bridges or (overlay) a swarm's overlay networks, the internal
     one attachable for the one-shot bootstrap. Only the operator network (published ports) and a real gateway's
     egress reach outside."""
     names = layout.network_names
     outside = {"operator": True, "egress": not profile.egress_internal}
-    return {kind: docker.Network(
-        f"{name}-{kind}", name=names[kind], internal=not outside.get(kind, False),
-        driver="overlay" if overlay else None, attachable=kind == "internal" if overlay else None,
-        ipam_configs=[docker.NetworkIpamConfigArgs(subnet=str(subnet))],
-        labels=docker_labels(profile.labels(f"{kind}-network")),
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=True)))
-        for kind, subnet in layout.networks.items()}
+    return {
+        kind: docker.Network(
+            f"{name}-{kind}",
+            name=names[kind],
+            internal=not outside.get(kind, False),
+            driver="overlay" if overlay else None,
+            attachable=kind == "internal" if overlay else None,
+            ipam_configs=[docker.NetworkIpamConfigArgs(subnet=str(subnet))],
+            labels=docker_labels(profile.labels(f"{kind}-network")),
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=True)),
+        )
+        for kind, subnet in layout.networks.items()
+    }
 
 
 class Networks(pulumi.ComponentResource):

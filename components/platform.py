@@ -5,21 +5,28 @@ a wrong model id stops the launch before MySQL, Gitea or Mattermost exist."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pulumi
 
-from .containers import Declare
 from model.roles import ROLES
 from model.topology import Layout, Placement
+
+from .containers import Declare
 
 
 class Platform(pulumi.ComponentResource):
     services: dict[str, pulumi.Resource]
 
-    def __init__(self, name: str, layout: Layout, declare: Declare, after: list[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None,
-                 gate: Callable[[list[pulumi.Resource]], pulumi.Resource] | None = None):
+    def __init__(
+        self,
+        name: str,
+        layout: Layout,
+        declare: Declare,
+        after: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+        gate: Callable[[list[pulumi.Resource]], pulumi.Resource] | None = None,
+    ):
         """`declare`: the engine's declaration of one container. `after`: what every service waits for (a component's
         own depends_on does not reach its children). `gate`: declares, given the model-path services, what every
         other service waits for (it is `self.gate`)."""
@@ -28,8 +35,9 @@ class Platform(pulumi.ComponentResource):
 
         def add(c: Placement, wait_for: list[pulumi.Resource]) -> None:
             deps = [self.services[d] for d in ROLES[c.role].after if d in self.services]
-            self.services[c.role] = declare(f"{name}-{c.role}", c,
-                                            pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps]))
+            self.services[c.role] = declare(
+                f"{name}-{c.role}", c, pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps])
+            )
 
         platform = [c for c in layout.placements if not ROLES[c.role].per_task]
         first = [c for c in platform if gate and ROLES[c.role].model_path]

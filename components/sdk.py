@@ -20,7 +20,8 @@ import functools
 import gc
 import importlib.metadata
 import os
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import pulumi
 import pulumi.log
@@ -39,7 +40,8 @@ def check() -> None:
     if moved:
         raise RuntimeError(
             f"the Pulumi SDKs moved ({', '.join(f'{n} {MEASURED_WITH[n]} -> {v}' for n, v in moved.items())}): "
-            "measure each workaround of components/sdk.py again (docs/performance.md), then update MEASURED_WITH")
+            "measure each workaround of components/sdk.py again (docs/performance.md), then update MEASURED_WITH"
+        )
 
 
 def apply() -> None:
@@ -81,8 +83,12 @@ class Container(pulumi.CustomResource):
     """
 
     def __init__(self, resource_name: str, args: docker.ContainerArgs, opts: pulumi.ResourceOptions):
-        super().__init__("docker:index/container:Container", resource_name, args,
-                         pulumi.ResourceOptions.merge(docker_sdk.get_resource_opts_defaults(), opts))
+        super().__init__(
+            "docker:index/container:Container",
+            resource_name,
+            args,
+            pulumi.ResourceOptions.merge(docker_sdk.get_resource_opts_defaults(), opts),
+        )
 
 
 def shared_outputs(make: Callable[[str, str], T]) -> Callable[[str, str], T]:

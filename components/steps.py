@@ -17,8 +17,9 @@ the last stdout line (captured as the resource's `stdout`, never logged).
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 from pulumi_command import local
@@ -33,10 +34,18 @@ PROJECT = Path(__file__).resolve().parent.parent
 class Step(local.Command):
     """`python -m scripts.<program> [args]` with AGENSH_INPUT (JSON, no secrets) and secrets as their own env."""
 
-    def __init__(self, prefix: str, step: StepDef, inputs: BaseModel, opts: pulumi.ResourceOptions,
-                 secrets: Mapping[str, pulumi.Input[str]] | None = None, triggers: list[Any] | None = None,
-                 once_per_run: str | None = None, late: Mapping[str, pulumi.Input[Any]] | None = None,
-                 env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        prefix: str,
+        step: StepDef,
+        inputs: BaseModel,
+        opts: pulumi.ResourceOptions,
+        secrets: Mapping[str, pulumi.Input[str]] | None = None,
+        triggers: list[Any] | None = None,
+        once_per_run: str | None = None,
+        late: Mapping[str, pulumi.Input[Any]] | None = None,
+        env: Mapping[str, str] | None = None,
+    ):
         """The resource `<prefix>-<step's resource name>` runs the step of model/steps.py.
         `late`: input fields known only once other resources exist (image ids, the host units' receipt).
         `once_per_run=<run id>`: a gate of the launch runs once per run id; later profile edits do not re-run it.
@@ -49,7 +58,9 @@ class Step(local.Command):
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["environment"]))
         payload: pulumi.Input[str] = (
             pulumi.Output.all(**late).apply(lambda v: inputs.model_copy(update=v).model_dump_json())
-            if late else inputs.model_dump_json())
+            if late
+            else inputs.model_dump_json()
+        )
         super().__init__(
             f"{prefix}-{step.suffix}",
             create=f"{self.python()} -m {step.module} {step.args}".strip(),

@@ -28,16 +28,17 @@ import pulumi_docker as docker
 
 from model import contract, placement, steps
 from model import step_inputs as si
-from .containers import HEALTH, after_image, env_list, secret_entries, secret_value
-from .sdk import Container
-from .host_units import HostUnits
-from .images import Images
-from .networks import docker_labels, docker_networks
 from model.profile import Profile
 from model.roles import ROLES, SCRIPTS, Mount, ServiceSpec, spec
 from model.rundir import ProfileDir
-from .steps import Step
 from model.topology import Layout, Placement
+
+from .containers import HEALTH, after_image, env_list, secret_entries, secret_value
+from .host_units import HostUnits
+from .images import Images
+from .networks import docker_labels, docker_networks
+from .sdk import Container
+from .steps import Step
 
 CONVERGE = {"delay": "2s", "timeout": "5m"}
 MODEL_SECRET_KEY = "llm_upstream_token"
@@ -65,8 +66,15 @@ class Swarm(pulumi.ComponentResource):
     refs: dict[str, pulumi.Output[str]]  # image name -> `<registry>/<repo>@<digest>`
     digests: pulumi.Output[dict[str, str]]
 
-    def __init__(self, name: str, p: Profile, layout: Layout, secrets: dict[str, pulumi.Output[str]], checkout: Path,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        p: Profile,
+        layout: Layout,
+        secrets: dict[str, pulumi.Output[str]],
+        checkout: Path,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("agensh:index:Swarm", name, None, opts)
         assert p.swarm is not None
         self.name, self.p, self.s, self.secrets, self.checkout = name, p, p.swarm, secrets, checkout
@@ -74,14 +82,18 @@ class Swarm(pulumi.ComponentResource):
         self.entry = secret_entries(secrets)
         self.plan = placement.plan(p)
         self.provider = docker.Provider(
-            f"{name}-manager", host=self.s.docker_host,
+            f"{name}-manager",
+            host=self.s.docker_host,
             registry_auth=[docker.ProviderRegistryAuthArgs(address=f"http://{self.s.registry}", auth_disabled=True)],
-            opts=pulumi.ResourceOptions(parent=self))
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.networks = docker_networks(name, p, layout, self._child(), overlay=True)
         self.model_secret = docker.Secret(
-            f"{name}-model-credential", data=secrets[MODEL_SECRET_KEY].apply(b64),
+            f"{name}-model-credential",
+            data=secrets[MODEL_SECRET_KEY].apply(b64),
             labels=[docker.SecretLabelArgs(label=k, value=v) for k, v in sorted(p.labels("model-credential").items())],
-            opts=self._child())
+            opts=self._child(),
+        )
         self.configs = self._checkout_configs()
         self.refs: dict[str, pulumi.Output[str]] = {}
         self.digests = pulumi.Output.from_input({})
@@ -93,16 +105,24 @@ class Swarm(pulumi.ComponentResource):
     def _checkout_configs(self) -> dict[str, docker.ServiceConfig]:
         """Each file the services mount from the manager only (see `from_manager`), by its path, as a swarm config."""
         out = {}
-        sources = {Path(m.host_path) for c in self.layout.placements for m in spec(self.p, c).mounts
-                   if not spec(self.p, c).one_shot and self.from_manager(m)}
+        sources = {
+            Path(m.host_path)
+            for c in self.layout.placements
+            for m in spec(self.p, c).mounts
+            if not spec(self.p, c).one_shot and self.from_manager(m)
+        }
         files = {f for src in sources for f in ([src] if src.is_file() else src.rglob("*")) if f.is_file()}
         for path in sorted(files):
             base = self.p.checkout_dir if path.is_relative_to(self.p.checkout_dir) else SCRIPTS.parent
             out[str(path)] = docker.ServiceConfig(
-                f"{self.name}-config-{contract.task_slug(str(path.relative_to(base)))}", data=b64(path.read_text()),
-                labels=[docker.ServiceConfigLabelArgs(label=k, value=v)
-                        for k, v in sorted(self.p.labels("checkout-config").items())],
-                opts=self._child())
+                f"{self.name}-config-{contract.task_slug(str(path.relative_to(base)))}",
+                data=b64(path.read_text()),
+                labels=[
+                    docker.ServiceConfigLabelArgs(label=k, value=v)
+                    for k, v in sorted(self.p.labels("checkout-config").items())
+                ],
+                opts=self._child(),
+            )
         return out
 
     def publish(self, images: Images) -> None:
@@ -114,11 +134,21 @@ class Swarm(pulumi.ComponentResource):
             built = images.by_name[image]
             key = contract.task_slug(image)
             target = registry_name(self.s.registry, image)
-            tag = docker.Tag(f"{self.name}-tag-{key}", source_image=built.name, target_image=target,
-                             tag_triggers=[built.image_id], opts=self._child())
-            pushed[image] = docker.RegistryImage(f"{self.name}-push-{key}", name=tag.target_image,
-                                                 insecure_skip_verify=True, keep_remotely=False,
-                                                 triggers={"image": built.image_id}, opts=self._child())
+            tag = docker.Tag(
+                f"{self.name}-tag-{key}",
+                source_image=built.name,
+                target_image=target,
+                tag_triggers=[built.image_id],
+                opts=self._child(),
+            )
+            pushed[image] = docker.RegistryImage(
+                f"{self.name}-push-{key}",
+                name=tag.target_image,
+                insecure_skip_verify=True,
+                keep_remotely=False,
+                triggers={"image": built.image_id},
+                opts=self._child(),
+            )
             self.refs[image] = pulumi.Output.concat(contract.image_repository(target), "@", pushed[image].sha256_digest)
         self.digests = pulumi.Output.all(**self.refs)
 
@@ -133,6 +163,7 @@ class Swarm(pulumi.ComponentResource):
     def prepare_nodes(self, after: pulumi.Resource, opts: pulumi.ResourceOptions) -> Step:
         """The step that makes every bind source on its node before any service starts (and removes the nodes'
         profile directories and pulled images on destroy)."""
+
         def node_dirs(image: str) -> list[si.NodeDirs]:
             views = {node.name: on_node(self.p, node) for node in self.s.nodes}
             dirs: dict[str, set[str]] = {name: set() for name in views}
@@ -148,18 +179,28 @@ class Swarm(pulumi.ComponentResource):
             for node in self.s.nodes:
                 docker_host = self.s.docker_host_of(node)
                 assert docker_host is not None, node.name  # placement.problems refuses a node without one
-                out.append(si.NodeDirs(node=node.name, docker_host=docker_host,
-                                       profile_dir=str(ProfileDir.of(views[node.name]).path),
-                                       dirs=sorted(dirs[node.name]), owned=sorted(owned[node.name]),
-                                       image=image, manager=node.role == "manager"))
+                out.append(
+                    si.NodeDirs(
+                        node=node.name,
+                        docker_host=docker_host,
+                        profile_dir=str(ProfileDir.of(views[node.name]).path),
+                        dirs=sorted(dirs[node.name]),
+                        owned=sorted(owned[node.name]),
+                        image=image,
+                        manager=node.role == "manager",
+                    )
+                )
             return out
 
         helper = self.refs[self.p.worker_image(self.p.tasks[0])]
         published = sorted(registry_name(self.s.registry, image) for image in self.refs)
-        return Step(self.name, steps.SWARM_NODES,
-                    si.SwarmNodesInputs(profile=self.p.profile, nodes=[], published=published),
-                    pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[after])),
-                    late={"nodes": helper.apply(node_dirs)})
+        return Step(
+            self.name,
+            steps.SWARM_NODES,
+            si.SwarmNodesInputs(profile=self.p.profile, nodes=[], published=published),
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[after])),
+            late={"nodes": helper.apply(node_dirs)},
+        )
 
     def _archive(self, pn: Profile, c: Placement) -> str:
         assert c.task is not None and c.index is not None
@@ -175,28 +216,47 @@ class Swarm(pulumi.ComponentResource):
                 node = self.on(c)
                 host = self.s.docker_host_of(node)
                 if node.role != "manager" and host is not None:
-                    out[c.name] = si.NodeArchive(docker_host=host, path=self._archive(on_node(self.p, node), c), image=ref)
+                    out[c.name] = si.NodeArchive(
+                        docker_host=host, path=self._archive(on_node(self.p, node), c), image=ref
+                    )
             return out
 
         return image.apply(where)
 
     def host_units(self, ssh_private_key: pulumi.Input[str] | None, opts: pulumi.ResourceOptions) -> list[HostUnits]:
         """The slice and the reboot guard on every node but the manager, over SSH (the manager's are the stack's own)."""
-        return [HostUnits(f"{self.name}-host-{n.name}", self.p.model_copy(update={
-            "host_units": "remote", "ssh_host": n.ssh_host, "ssh_port": n.ssh_port, "ssh_user": n.ssh_user}),
-            opts, ssh_private_key) for n in self.s.nodes if n.role != "manager" and n.ssh_host]
+        return [
+            HostUnits(
+                f"{self.name}-host-{n.name}",
+                self.p.model_copy(
+                    update={
+                        "host_units": "remote",
+                        "ssh_host": n.ssh_host,
+                        "ssh_port": n.ssh_port,
+                        "ssh_user": n.ssh_user,
+                    }
+                ),
+                opts,
+                ssh_private_key,
+            )
+            for n in self.s.nodes
+            if n.role != "manager" and n.ssh_host
+        ]
 
     def declare(self, resource_name: str, c: Placement, opts: pulumi.ResourceOptions) -> pulumi.Resource:
         """The engine's declaration of one container of the topology (see Platform and Team)."""
         node = self.on(c)
         local = spec(on_node(self.p, node), c)  # its data on the node that runs it
-        opts = pulumi.ResourceOptions.merge(after_image(opts, self.images, local),
-                                            pulumi.ResourceOptions(provider=self.provider))  # parent: the caller's
+        opts = pulumi.ResourceOptions.merge(
+            after_image(opts, self.images, local), pulumi.ResourceOptions(provider=self.provider)
+        )  # parent: the caller's
         if local.one_shot:
             return self._one_shot(resource_name, c, local, opts)
         return self._service(resource_name, c, local, node, opts)
 
-    def _env(self, s: ServiceSpec) -> tuple[dict[str, pulumi.Input[str]], list[docker.ServiceTaskSpecContainerSpecSecretArgs]]:
+    def _env(
+        self, s: ServiceSpec
+    ) -> tuple[dict[str, pulumi.Input[str]], list[docker.ServiceTaskSpecContainerSpecSecretArgs]]:
         env: dict[str, pulumi.Input[str]] = dict(s.env)
         refs = []
         for k, key in sorted(s.secret_env.items()):
@@ -204,15 +264,23 @@ class Swarm(pulumi.ComponentResource):
             if key == MODEL_SECRET_KEY and not k.endswith("_SHA256"):
                 path = f"{SECRETS_DIR}/{k.lower()}"
                 env[f"{k}_FILE"] = path
-                refs.append(docker.ServiceTaskSpecContainerSpecSecretArgs(
-                    secret_id=self.model_secret.id, secret_name=self.model_secret.name, file_name=path,
-                    file_uid="0", file_gid="0", file_mode=0o400))
+                refs.append(
+                    docker.ServiceTaskSpecContainerSpecSecretArgs(
+                        secret_id=self.model_secret.id,
+                        secret_name=self.model_secret.name,
+                        file_name=path,
+                        file_uid="0",
+                        file_gid="0",
+                        file_mode=0o400,
+                    )
+                )
             else:
                 env[k] = secret_value(k, key, self.secrets)
         return env, refs
 
-    def _service(self, resource_name: str, c: Placement, s: ServiceSpec, node: placement.SwarmNode,
-                 opts: pulumi.ResourceOptions) -> docker.Service:
+    def _service(
+        self, resource_name: str, c: Placement, s: ServiceSpec, node: placement.SwarmNode, opts: pulumi.ResourceOptions
+    ) -> docker.Service:
         p, role = self.p, ROLES[c.role]
         env, secret_refs = self._env(s)
         mounts, configs = [], []
@@ -220,57 +288,113 @@ class Swarm(pulumi.ComponentResource):
             if self.from_manager(m):  # the swarm configs of its files
                 for path in (path for path in self.configs if Path(path).is_relative_to(m.host_path)):
                     cfg, rel = self.configs[path], Path(path).relative_to(m.host_path)
-                    configs.append(docker.ServiceTaskSpecContainerSpecConfigArgs(
-                        config_id=cfg.id, config_name=cfg.name, file_mode=0o444,
-                        file_name=m.container_path if rel == Path(".") else f"{m.container_path}/{rel}"))
+                    configs.append(
+                        docker.ServiceTaskSpecContainerSpecConfigArgs(
+                            config_id=cfg.id,
+                            config_name=cfg.name,
+                            file_mode=0o444,
+                            file_name=m.container_path if rel == Path(".") else f"{m.container_path}/{rel}",
+                        )
+                    )
             else:
-                mounts.append(docker.ServiceTaskSpecContainerSpecMountArgs(
-                    type="bind", source=m.host_path, target=m.container_path, read_only=m.read_only))
+                mounts.append(
+                    docker.ServiceTaskSpecContainerSpecMountArgs(
+                        type="bind", source=m.host_path, target=m.container_path, read_only=m.read_only
+                    )
+                )
         published = c.role in p.ports
-        attach = [docker.ServiceTaskSpecNetworksAdvancedArgs(id=self.networks[k].id,
-                                                              aliases=[c.role] if not role.per_task else None)
-                  for k in (*role.networks, *(("operator",) if published else ()))]
+        attach = [
+            docker.ServiceTaskSpecNetworksAdvancedArgs(
+                id=self.networks[k].id, aliases=[c.role] if not role.per_task else None
+            )
+            for k in (*role.networks, *(("operator",) if published else ()))
+        ]
         labels = {**c.labels, contract.NODE_LABEL: node.name}
-        health = docker.ServiceTaskSpecContainerSpecHealthcheckArgs(tests=list(s.healthcheck), **HEALTH) \
-            if s.healthcheck else None
+        health = (
+            docker.ServiceTaskSpecContainerSpecHealthcheckArgs(tests=list(s.healthcheck), **HEALTH)
+            if s.healthcheck
+            else None
+        )
         return docker.Service(
-            resource_name, name=c.name, labels=[docker.ServiceLabelArgs(label=k, value=v) for k, v in sorted(labels.items())],
+            resource_name,
+            name=c.name,
+            labels=[docker.ServiceLabelArgs(label=k, value=v) for k, v in sorted(labels.items())],
             task_spec=docker.ServiceTaskSpecArgs(
                 container_spec=docker.ServiceTaskSpecContainerSpecArgs(
-                    image=self.refs[s.image], hostname=c.hostname, env=env, user=s.user,
+                    image=self.refs[s.image],
+                    hostname=c.hostname,
+                    env=env,
+                    user=s.user,
                     commands=list(s.entrypoint) if s.entrypoint else None,
-                    args=list(s.command) if s.command else None, mounts=mounts, configs=configs,
-                    secrets=secret_refs, healthcheck=health,
+                    args=list(s.command) if s.command else None,
+                    mounts=mounts,
+                    configs=configs,
+                    secrets=secret_refs,
+                    healthcheck=health,
                     # sandboxed: every capability dropped; swarm's container spec (API 1.41, the provider) has no
                     # no-new-privileges, so a sandboxed service runs without it (docs/swarm.md says so)
                     cap_drops=["ALL"] if s.sandboxed else None,
-                    labels=[docker.ServiceTaskSpecContainerSpecLabelArgs(label=k, value=v)
-                            for k, v in sorted(labels.items())],
-                    stop_grace_period=f"{p.export_grace_s}s" if c.role == "worker" else None),
+                    labels=[
+                        docker.ServiceTaskSpecContainerSpecLabelArgs(label=k, value=v)
+                        for k, v in sorted(labels.items())
+                    ],
+                    stop_grace_period=f"{p.export_grace_s}s" if c.role == "worker" else None,
+                ),
                 networks_advanceds=attach,
                 placement=docker.ServiceTaskSpecPlacementArgs(constraints=[contract.node_constraint(node.name)]),
-                resources=docker.ServiceTaskSpecResourcesArgs(limits=docker.ServiceTaskSpecResourcesLimitsArgs(
-                    memory_bytes=s.memory_mb * 1024 * 1024)) if s.memory_mb else None,
-                restart_policy=docker.ServiceTaskSpecRestartPolicyArgs(condition="none", delay="0s", window="0s")),
+                resources=docker.ServiceTaskSpecResourcesArgs(
+                    limits=docker.ServiceTaskSpecResourcesLimitsArgs(memory_bytes=s.memory_mb * 1024 * 1024)
+                )
+                if s.memory_mb
+                else None,
+                restart_policy=docker.ServiceTaskSpecRestartPolicyArgs(condition="none", delay="0s", window="0s"),
+            ),
             # a woken worker is created with no task: the wake step scales it to 1 at its ramp offset
             mode=docker.ServiceModeArgs(replicated=docker.ServiceModeReplicatedArgs(replicas=0 if s.woken else 1)),
             # names resolve to the task itself (DNS round robin of one): no virtual IP, which needs IPVS on every node
-            endpoint_spec=docker.ServiceEndpointSpecArgs(mode="dnsrr", ports=[docker.ServiceEndpointSpecPortArgs(
-                target_port=role.port, published_port=p.ports[c.role], publish_mode="host")] if published else None),
+            endpoint_spec=docker.ServiceEndpointSpecArgs(
+                mode="dnsrr",
+                ports=[
+                    docker.ServiceEndpointSpecPortArgs(
+                        target_port=role.port, published_port=p.ports[c.role], publish_mode="host"
+                    )
+                ]
+                if published
+                else None,
+            ),
             converge_config=docker.ServiceConvergeConfigArgs(**CONVERGE),
             # stopped on purpose (woken, scaled to 0 at shutdown): a refresh must not start or stop it again
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-                ignore_changes=["mode"] if s.stopped_on_purpose else None)))
+            opts=pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(ignore_changes=["mode"] if s.stopped_on_purpose else None)
+            ),
+        )
 
     def _one_shot(self, resource_name: str, c: Placement, s: ServiceSpec, opts: pulumi.ResourceOptions) -> Container:
         """A container that runs to completion on the manager, attached to the internal overlay network."""
-        return Container(resource_name, docker.ContainerArgs(
-            name=c.name, image=s.image, hostname=c.hostname, envs=env_list(s, self.entry), user=s.user,
-            labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),
-            networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=self.networks["internal"].name,
-                                                                    aliases=c.aliases("internal"))],
-            volumes=[docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path,
-                                                read_only=m.read_only) for m in s.mounts],
-            command=list(s.command) if s.command else None, must_run=False, attach=True, logs=True),
-            opts)
-
+        return Container(
+            resource_name,
+            docker.ContainerArgs(
+                name=c.name,
+                image=s.image,
+                hostname=c.hostname,
+                envs=env_list(s, self.entry),
+                user=s.user,
+                labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),
+                networks_advanced=[
+                    docker.ContainerNetworksAdvancedArgs(
+                        name=self.networks["internal"].name, aliases=c.aliases("internal")
+                    )
+                ],
+                volumes=[
+                    docker.ContainerVolumeArgs(
+                        host_path=m.host_path, container_path=m.container_path, read_only=m.read_only
+                    )
+                    for m in s.mounts
+                ],
+                command=list(s.command) if s.command else None,
+                must_run=False,
+                attach=True,
+                logs=True,
+            ),
+            opts,
+        )

@@ -6,15 +6,23 @@ from __future__ import annotations
 import pulumi
 
 from model import contract
-from .containers import Declare
 from model.topology import Layout
+
+from .containers import Declare
 
 
 class Team(pulumi.ComponentResource):
     members: dict[str, list[pulumi.Resource]]  # by role: routers, workers, the baseline's snapshot sidecar
 
-    def __init__(self, name: str, layout: Layout, task: str, declare: Declare, after: list[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        layout: Layout,
+        task: str,
+        declare: Declare,
+        after: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         """`after`: what every router and worker waits for (the task's seed step)."""
         super().__init__("agensh:index:Team", name, None, opts)
         self.members = {}
@@ -23,5 +31,10 @@ class Team(pulumi.ComponentResource):
                 continue
             made = declare(f"{name}-{c.role}-{c.index}", c, pulumi.ResourceOptions(parent=self, depends_on=after))
             self.members.setdefault(c.role, []).append(made)
-        self.register_outputs({"task": task, "slug": contract.task_slug(task),
-                               "workers": [w.name for w in self.members.get("worker", [])]})  # type: ignore[attr-defined]
+        self.register_outputs(
+            {
+                "task": task,
+                "slug": contract.task_slug(task),
+                "workers": [w.name for w in self.members.get("worker", [])],
+            }
+        )  # type: ignore[attr-defined]

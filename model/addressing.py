@@ -49,7 +49,9 @@ def derived_data(octet: int, slots: int) -> ipaddress.IPv4Network | None:
     """The data network, where only the database and the services that use it meet: 10.X.128.0/N (at most a /18,
     so it never reaches the operator and egress networks at the top of the profile's /16)."""
     prefix = prefix_for(slots)
-    return None if prefix is None or prefix < LARGEST_DATA_PREFIX else ipaddress.IPv4Network(f"10.{octet}.128.0/{prefix}")
+    return (
+        None if prefix is None or prefix < LARGEST_DATA_PREFIX else ipaddress.IPv4Network(f"10.{octet}.128.0/{prefix}")
+    )
 
 
 def derived_egress(octet: int) -> ipaddress.IPv4Network:

@@ -25,9 +25,32 @@ TAG_RE = re.compile(r"[\w][\w.-]{0,127}")
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 IMAGE_RE = re.compile(rf"{REPOSITORY_RE.pattern}(?::{TAG_RE.pattern})?(?:@{DIGEST_RE.pattern})?")
 # Directories no profile may put its data in (destroy deletes <data root>/<profile>) and no worker may mount.
-SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media", "/mnt", "/opt",
-               "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/var/lib", "/var/run",
-               "/var/lib/docker")
+SYSTEM_DIRS = (
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/media",
+    "/mnt",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/var",
+    "/var/lib",
+    "/var/run",
+    "/var/lib/docker",
+)
 
 
 def task_slug(task_id: str) -> str:
@@ -82,8 +105,13 @@ NODE_LABEL = "agensh.node"  # swarm: a node's name (node label; hostnames may re
 
 
 def labels(profile: str, run_id: str, role: str, task_id: str | None = None, kind: str = "team") -> dict[str, str]:
-    out = {COMPOSE_PROJECT_LABEL: compose_project(profile), PROFILE_LABEL: profile, RUN_LABEL: run_id,
-           ROLE_LABEL: role, KIND_LABEL: kind}
+    out = {
+        COMPOSE_PROJECT_LABEL: compose_project(profile),
+        PROFILE_LABEL: profile,
+        RUN_LABEL: run_id,
+        ROLE_LABEL: role,
+        KIND_LABEL: kind,
+    }
     if task_id is not None:
         out[TASK_LABEL] = task_id
     return out
@@ -135,8 +163,14 @@ PROXY_CREDENTIAL_ENV = "LLM_PROXY_TOKEN"  # the local proxy credential: the only
 MODEL_CREDENTIAL_ENVS = (MODEL_CREDENTIAL_ENV, "UPSTREAM_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 # Names that hold a secret end in one of these words (TOKEN_SERVICE_URL or PROMPT_WINDOW_TOKENS do not).
 SECRETISH = re.compile(r"(PASSWORD|PASSWD|TOKEN|SECRET|API_KEY|CREDENTIAL|PRIVATE_KEY|DATASOURCE)$", re.I)
-SECRET_KEYS = ("llm_upstream_token", "worker_proxy_token", "mysql_root_password", "mysql_router_password",
-               "gitea_admin_password", "mattermost_admin_password")  # the stack's encrypted config
+SECRET_KEYS = (
+    "llm_upstream_token",
+    "worker_proxy_token",
+    "mysql_root_password",
+    "mysql_router_password",
+    "gitea_admin_password",
+    "mattermost_admin_password",
+)  # the stack's encrypted config
 GENERATED_SECRETS = tuple(k for k in SECRET_KEYS if k != "llm_upstream_token")  # the model token is the user's
 
 # --- model pins (docs/requirements.md R6) ------------------------------------------------------------------------------
@@ -178,18 +212,33 @@ def deadline_s(hours: float) -> int:
     return round(hours * 3600)
 
 
-def team_limit_problems(workers: int, routers: int, administrators: int, mm_max_users: int, mysql_max_connections: int,
-                        platform_connections: int) -> list[tuple[str, str]]:
+def team_limit_problems(
+    workers: int,
+    routers: int,
+    administrators: int,
+    mm_max_users: int,
+    mysql_max_connections: int,
+    platform_connections: int,
+) -> list[tuple[str, str]]:
     """The team limits that do not scale by themselves with the worker count, as (profile key, problem)."""
     out = []
     users = mm_users_needed(workers, administrators)
     if mm_max_users <= users:
-        out.append(("mm_max_users_per_team", f"{mm_max_users} must exceed {workers} workers + {administrators} "
-                                             f"administrators ({users})"))
+        out.append(
+            (
+                "mm_max_users_per_team",
+                f"{mm_max_users} must exceed {workers} workers + {administrators} administrators ({users})",
+            )
+        )
     need = mysql_connections_needed(routers, platform_connections)
     if mysql_max_connections < need:
-        out.append(("mysql_max_connections", f"{mysql_max_connections} must cover {CONNECTIONS_PER_ROUTER} per router x "
-                                             f"{routers} plus the platform's {platform_connections} ({need})"))
+        out.append(
+            (
+                "mysql_max_connections",
+                f"{mysql_max_connections} must cover {CONNECTIONS_PER_ROUTER} per router x "
+                f"{routers} plus the platform's {platform_connections} ({need})",
+            )
+        )
     return out
 
 

@@ -56,8 +56,11 @@ class SwarmSettings(BaseModel):
     docker_host: str = Field(description="The manager's Docker API: unix://, tcp:// or ssh://")
     registry: str = Field(description="host:port of the registry on the manager every node pulls from")
     nodes: list[SwarmNode] = Field(min_length=1)
-    build_network: str | None = Field(None, description="Network of the image builds' RUN steps on the manager "
-                                                        "(`host` where its daemon has no default bridge)")
+    build_network: str | None = Field(
+        None,
+        description="Network of the image builds' RUN steps on the manager "
+        "(`host` where its daemon has no default bridge)",
+    )
     platform_on: str = Field(MANAGER, description="`manager`, or a node label `key=value` (the first such node)")
     max_members_per_node: int | None = Field(None, gt=0, description="Ceiling of router+worker pairs per node")
     worker_cpus: float = Field(1.0, gt=0, description="CPUs a worker counts for in the plan")
@@ -114,8 +117,11 @@ def platform_load(s: SwarmSettings) -> Load:
 
 def pair_load(p: Profile, s: SwarmSettings) -> Load:
     """A worker and its router: their memory ceilings and the CPUs they count for."""
-    return Load(memory_mb=(p.worker_memory_gib + p.router_memory_gib) * contract.GIB_MB,
-                cpus=s.worker_cpus + s.router_cpus, pairs=1)
+    return Load(
+        memory_mb=(p.worker_memory_gib + p.router_memory_gib) * contract.GIB_MB,
+        cpus=s.worker_cpus + s.router_cpus,
+        pairs=1,
+    )
 
 
 def pair_limit(cap: Capacity, pair: Load, platform: Load | None) -> int:
@@ -252,18 +258,32 @@ def problems(p: Profile) -> list[tuple[str, str]]:
     if p.host_units == "remote":
         out.append(("host_units", "on a swarm host units go on every node: `local` (each node's ssh_host) or `off`"))
     if p.host_units == "local":
-        out += [("swarm.nodes", f"node {n.name!r} needs ssh_host for its host units (or host_units: off)")
-                for n in s.nodes if n.role != "manager" and not n.ssh_host]
-    out += [("swarm.nodes", f"node {n.name!r} needs docker_host or ssh_host: the steps make its data directories "
-                            "and collect its workers' archives through its Docker API")
-            for n in s.nodes if s.docker_host_of(n) is None and not (p.host_units == "local" and not n.ssh_host)]
+        out += [
+            ("swarm.nodes", f"node {n.name!r} needs ssh_host for its host units (or host_units: off)")
+            for n in s.nodes
+            if n.role != "manager" and not n.ssh_host
+        ]
+    out += [
+        (
+            "swarm.nodes",
+            f"node {n.name!r} needs docker_host or ssh_host: the steps make its data directories "
+            "and collect its workers' archives through its Docker API",
+        )
+        for n in s.nodes
+        if s.docker_host_of(n) is None and not (p.host_units == "local" and not n.ssh_host)
+    ]
     if out:
         return out
     made = plan(p)
     if not made.fits:
         limits = ", ".join(f"{x.node.name} {x.limit}" for x in made.nodes)
-        out.append(("swarm.nodes", f"{p.workers} router+worker pairs do not fit: the nodes take {limits} "
-                                   f"({sum(x.limit for x in made.nodes)}); {needs(p)}"))
+        out.append(
+            (
+                "swarm.nodes",
+                f"{p.workers} router+worker pairs do not fit: the nodes take {limits} "
+                f"({sum(x.limit for x in made.nodes)}); {needs(p)}",
+            )
+        )
     return out
 
 
@@ -273,7 +293,13 @@ def policy_config(p: Profile) -> dict[str, object]:
     assert s is not None
     where = platform_node(s)
     caps = {n.name: capacity(n, s, p.slice_memory_percent) for n in s.nodes}
-    return {"nodes": {name: {"memoryMb": c.memory_mb, "cpus": c.cpus, "maxMembers": c.max_members}
-                      for name, c in caps.items()},
-            "platformNode": where.name if where else None, "platformMemoryMb": platform_load(s).memory_mb,
-            "platformCpus": s.platform_cpus, "workerCpus": s.worker_cpus, "routerCpus": s.router_cpus}
+    return {
+        "nodes": {
+            name: {"memoryMb": c.memory_mb, "cpus": c.cpus, "maxMembers": c.max_members} for name, c in caps.items()
+        },
+        "platformNode": where.name if where else None,
+        "platformMemoryMb": platform_load(s).memory_mb,
+        "platformCpus": s.platform_cpus,
+        "workerCpus": s.worker_cpus,
+        "routerCpus": s.router_cpus,
+    }

@@ -13,7 +13,7 @@ import hashlib
 import ipaddress
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -39,8 +39,9 @@ class Profile(BaseModel):
     kind: Literal["team", "baseline"] = Field("team", description="A team, or the standalone single-agent baseline")
     profile: str = Field(description="Profile suffix; names every container, network and volume")
     run_id: str = Field(description="UTC run id, `date -u +%Y%m%dt%H%M%Sz`")
-    port_base: int = Field(24400, ge=1024, le=65535 - MAX_PORT_OFFSET,
-                           description="First loopback port of the operator port map")
+    port_base: int = Field(
+        24400, ge=1024, le=65535 - MAX_PORT_OFFSET, description="First loopback port of the operator port map"
+    )
     subnet_octet: int = Field(249, ge=1, le=254, description="X in the profile's 10.X.0.0/16")
     internal_subnet: str | None = Field(None, description="Overrides the derived internal (team) subnet")
     egress_subnet: str | None = Field(None, description="Overrides the derived egress subnet")
@@ -51,25 +52,32 @@ class Profile(BaseModel):
     hours: float = Field(6.0, gt=0, description="Budget per task, wake ramp included")
     deadline_seconds: int | None = Field(None, description="Must equal hours * 3600 when given")
     model: str = Field(contract.PINNED_MODEL, description="Model id; the launch checks it")
-    reasoning_effort: Literal["low", "medium", "high", "xhigh"] = Field(contract.PINNED_EFFORT,
-                                                                       description="Reasoning effort")
+    reasoning_effort: Literal["low", "medium", "high", "xhigh"] = Field(
+        contract.PINNED_EFFORT, description="Reasoning effort"
+    )
     model_api: Literal["responses"] = Field("responses", description="The Responses API")
     prompt_window_tokens: int = Field(272_000, gt=0, description="Prompt window")
     llm_upstream: str = Field(description="Gateway base URL, without /v1/responses (LLM_UPSTREAM)")
 
     # Team limits (docs/requirements.md R20, 22)
-    worker_memory_gib: int = Field(contract.WORKER_MEMORY_MAX_GIB, gt=0,
-                                   description="Worker memory ceiling (a limit, not a reservation)")
+    worker_memory_gib: int = Field(
+        contract.WORKER_MEMORY_MAX_GIB, gt=0, description="Worker memory ceiling (a limit, not a reservation)"
+    )
     router_memory_gib: int = Field(contract.ROUTER_MEMORY_MAX_GIB, gt=0, description="Router memory ceiling")
     slice_memory_percent: int = Field(80, gt=0, le=100, description="pbench.slice MemoryMax, % of host RAM")
-    mm_max_users_per_team: int = Field(contract.MM_DEFAULT_MAX_USERS, gt=0, description="MM_MAX_USERS_PER_TEAM; must exceed workers + admins")
+    mm_max_users_per_team: int = Field(
+        contract.MM_DEFAULT_MAX_USERS, gt=0, description="MM_MAX_USERS_PER_TEAM; must exceed workers + admins"
+    )
     administrators: int = Field(2, ge=1, description="Mattermost users besides the workers")
     mysql_max_connections: int = Field(1000, gt=0, description="MYSQL_MAX_CONNECTIONS; 4 per router + platform")
     mysql_platform_connections: int = Field(100, ge=0, description="Connections the platform services use")
     mini_router_stuck_ms: int = Field(1_200_000, gt=0, description="MINI_ROUTER_STUCK_MS, ACP silence watchdog")
     acp_recover_s: int = Field(600, gt=0, description="Baseline: a silent model request is recovered after this")
-    copilot_version: str = Field(contract.SEED_COPILOT_VERSION, pattern=contract.SEMVER_RE.pattern,
-                                 description="The worker image's GitHub Copilot CLI; preflight refuses another")
+    copilot_version: str = Field(
+        contract.SEED_COPILOT_VERSION,
+        pattern=contract.SEMVER_RE.pattern,
+        description="The worker image's GitHub Copilot CLI; preflight refuses another",
+    )
 
     # Timing (docs/requirements.md R29, 30, 33, 41)
     wake_stagger_s: float = Field(30.0, ge=0, description="PBENCH_WAKE_STAGGER_S, per worker up to wake_slow_workers")
@@ -77,15 +85,19 @@ class Profile(BaseModel):
     wake_slow_workers: int = Field(120, ge=0, description="Workers woken at the slow stagger")
     bringup_settle_s: float = Field(20.0, ge=0, description="PBENCH_BRINGUP_SETTLE_S, serial settle after the ramp")
     wake_ramp_subj_s: float = Field(60.0, ge=60.0, description="PBENCH_WAKE_RAMP_SUBJ_S, least wait before kickoff")
-    reminder_minutes: list[int] = Field(default_factory=lambda: [60, 30, 10],
-                                        description="Deadline reminders, minutes before the deadline")
+    reminder_minutes: list[int] = Field(
+        default_factory=lambda: [60, 30, 10], description="Deadline reminders, minutes before the deadline"
+    )
     idle_nudge_s: int = Field(600, gt=0, description="Idle nudge after this much inactivity")
     idle_check_s: int = Field(60, gt=0, description="Idle check interval")
     export_grace_s: int = Field(600, ge=0, description="Archive grace for workers after the export")
     snapshot_seconds: int = Field(1200, gt=0, description="Baseline snapshot interval")
     pair_with: str | None = Field(None, description="Baseline: the team stack whose score to pair with this one")
-    start_at: str | None = Field(None, description="Scheduled launch, UTC ISO 8601 (2026-12-02T06:00:00Z); "
-                                                   "`python -m scripts.cli schedule install <stack>` sets the timer")
+    start_at: str | None = Field(
+        None,
+        description="Scheduled launch, UTC ISO 8601 (2026-12-02T06:00:00Z); "
+        "`python -m scripts.cli schedule install <stack>` sets the timer",
+    )
 
     # Images (docs/requirements.md R10, 15-19)
     agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")
@@ -93,14 +105,18 @@ class Profile(BaseModel):
     agent_base_image: str = Field(contract.SHARED_IMAGES["agent-base"][1], description="Worker base image")
     mini_router_image: str = Field(contract.SHARED_IMAGES["mini-router"][1], description="MINI_ROUTER_IMAGE")
     board_image: str = Field(contract.SHARED_IMAGES["board"][1], description="BOARD_IMAGE")
-    secret_service_image: str = Field(contract.SHARED_IMAGES["secret-service"][1], description="SECRET_SERVICE_IMAGE (token service)")
+    secret_service_image: str = Field(
+        contract.SHARED_IMAGES["secret-service"][1], description="SECRET_SERVICE_IMAGE (token service)"
+    )
     bootstrap_image: str = Field(contract.SHARED_IMAGES["bootstrap"][1], description="BOOTSTRAP_IMAGE")
     egress_proxy_image: str = Field(contract.SHARED_IMAGES["egress-proxy"][1], description="Egress proxy image")
     mysql_image: str = Field("mysql:8.4", description="Pulled; tag or @sha256 digest")
     gitea_image: str = Field("gitea/gitea:1.22", description="Pulled; tag or @sha256 digest")
     mattermost_image: str = Field("mattermost/mattermost-team-edition:10.5", description="Pulled; tag or digest")
     keep_pulled_images: bool = Field(True, description="Keep pulled images (third-party, cleanroom) on destroy")
-    cleanroom_org: str = Field(contract.CLEANROOM_ORG, description="Org of the cleanroom images (PROGRAMBENCH_DOCKER_ORG)")
+    cleanroom_org: str = Field(
+        contract.CLEANROOM_ORG, description="Org of the cleanroom images (PROGRAMBENCH_DOCKER_ORG)"
+    )
     cleanroom_digests: dict[str, str] = Field(default_factory=dict, description="task id -> sha256 digest to pin")
     uncached: bool = Field(False, description="--no-cache builds under private tags <profile>-<run id>")
 
@@ -231,8 +247,10 @@ class Profile(BaseModel):
         there (manager_port)."""
         if not self.operator_network:
             return {}
-        offsets = {r.name: r.operator_port if r.operator_port is not None or self.engine != "swarm" else r.manager_port
-                   for r in ROLES.values()}
+        offsets = {
+            r.name: r.operator_port if r.operator_port is not None or self.engine != "swarm" else r.manager_port
+            for r in ROLES.values()
+        }
         return {role: self.port_base + o for role, o in offsets.items() if o is not None}
 
     @property
@@ -264,9 +282,14 @@ class Profile(BaseModel):
     @property
     def limits(self) -> dict[str, int]:
         """The team limits as `contract.team_limit_problems` takes them."""
-        return {"workers": self.workers, "routers": self.routers, "administrators": self.administrators,
-                "mm_max_users": self.mm_max_users_per_team, "mysql_max_connections": self.mysql_max_connections,
-                "platform_connections": self.mysql_platform_connections}
+        return {
+            "workers": self.workers,
+            "routers": self.routers,
+            "administrators": self.administrators,
+            "mm_max_users": self.mm_max_users_per_team,
+            "mysql_max_connections": self.mysql_max_connections,
+            "platform_connections": self.mysql_platform_connections,
+        }
 
     def _data_dir(self, data_root: str) -> str:
         return str(ProfileDir(Path(data_root) / self.profile).data())
@@ -274,14 +297,25 @@ class Profile(BaseModel):
     def policy_config(self) -> dict[str, dict[str, Any]]:
         """The policy pack's settings that come from this profile (`new_stack` writes them beside the stack), so
         the pack checks the rendered stack with the profile's own numbers."""
-        return {"team-limits": {"administrators": self.administrators,
-                                "platformConnections": self.mysql_platform_connections},
-                "memory-ceilings": {"workerMaxMb": self.worker_memory_gib * contract.GIB_MB,
-                                    "routerMaxMb": self.router_memory_gib * contract.GIB_MB},
-                "worker-isolation": {"dataDir": self._data_dir(self.data_root), **({"nodeDataDirs": sorted(
-                    {self._data_dir(n.data_root) for n in self.swarm.nodes if n.data_root})}
-                    if self.swarm and self.engine == "swarm" else {})},
-                **({"swarm-placement": placement.policy_config(self)} if self.swarm and self.engine == "swarm" else {})}
+        return {
+            "team-limits": {
+                "administrators": self.administrators,
+                "platformConnections": self.mysql_platform_connections,
+            },
+            "memory-ceilings": {
+                "workerMaxMb": self.worker_memory_gib * contract.GIB_MB,
+                "routerMaxMb": self.router_memory_gib * contract.GIB_MB,
+            },
+            "worker-isolation": {
+                "dataDir": self._data_dir(self.data_root),
+                **(
+                    {"nodeDataDirs": sorted({self._data_dir(n.data_root) for n in self.swarm.nodes if n.data_root})}
+                    if self.swarm and self.engine == "swarm"
+                    else {}
+                ),
+            },
+            **({"swarm-placement": placement.policy_config(self)} if self.swarm and self.engine == "swarm" else {}),
+        }
 
     def digest(self) -> str:
         """Hash of every setting, recorded in provenance."""
@@ -307,7 +341,7 @@ def parse_utc(value: str) -> datetime:
         raise ValueError(f"{value!r}: give the time in UTC, ending in Z (like 2026-12-02T06:00:00Z)")
     if t.microsecond:
         raise ValueError(f"{value!r}: give whole seconds")
-    return t.astimezone(timezone.utc)
+    return t.astimezone(UTC)
 
 
 def from_config_strings(values: dict[str, str]) -> dict[str, Any]:
@@ -363,8 +397,12 @@ def check(p: Profile) -> list[tuple[str, str]]:
         if not re.fullmatch(r"sha256:[0-9a-f]{64}", d):
             out.append(("cleanroom_digests", f"{t}: digest must look like sha256:<64 hex>"))
     if p.deadline_seconds is not None and p.deadline_seconds != contract.deadline_s(p.hours):
-        out.append(("deadline_seconds", f"{p.deadline_seconds} disagrees with hours={p.hours} "
-                                        f"({contract.deadline_s(p.hours)} s)"))
+        out.append(
+            (
+                "deadline_seconds",
+                f"{p.deadline_seconds} disagrees with hours={p.hours} ({contract.deadline_s(p.hours)} s)",
+            )
+        )
     out += _check_upstream(p.llm_upstream)
     out += _check_images(p)
     out += _check_paths(p)
@@ -377,16 +415,23 @@ def check(p: Profile) -> list[tuple[str, str]]:
             out.append(("host_units", "a baseline runs on the local host"))
     else:
         out += contract.team_limit_problems(**p.limits)
-    for key, role, gib, max_gib in (("worker_memory_gib", "worker", p.worker_memory_gib, contract.WORKER_MEMORY_MAX_GIB),
-                                    ("router_memory_gib", "router", p.router_memory_gib, contract.ROUTER_MEMORY_MAX_GIB)):
+    for key, role, gib, max_gib in (
+        ("worker_memory_gib", "worker", p.worker_memory_gib, contract.WORKER_MEMORY_MAX_GIB),
+        ("router_memory_gib", "router", p.router_memory_gib, contract.ROUTER_MEMORY_MAX_GIB),
+    ):
         if problem := contract.memory_problem(role, gib * contract.GIB_MB, max_gib):
             out.append((key, problem))
     if p.host_units == "remote" and not p.ssh_host:
         out.append(("ssh_host", "required when host_units is remote"))
     if p.host_units == "remote" and not p.ssh_host_key:
-        out.append(("ssh_host_key", "required when host_units is remote: the host's public key, e.g. the "
-                                    "`ssh-ed25519 AAAA...` line of `ssh-keyscan -t ed25519 <host>`, so no other host "
-                                    "can answer in its place"))
+        out.append(
+            (
+                "ssh_host_key",
+                "required when host_units is remote: the host's public key, e.g. the "
+                "`ssh-ed25519 AAAA...` line of `ssh-keyscan -t ed25519 <host>`, so no other host "
+                "can answer in its place",
+            )
+        )
     if p.ssh_host_key and not re.fullmatch(r"(ssh|ecdsa)-[\w@.-]+ [A-Za-z0-9+/=]+( .*)?", p.ssh_host_key.strip()):
         out.append(("ssh_host_key", "expected a public key line such as `ssh-ed25519 AAAA...`"))
     if p.start_at is not None:  # a time in the past is refused by the command that schedules, not here
@@ -437,7 +482,9 @@ def _check_subnets(p: Profile) -> list[tuple[str, str]]:
             if other is not None and net is not None and net.overlaps(other):
                 out.append((key, f"{net} overlaps the {name}: {other}"))
     if internal is not None and internal.num_addresses < p.slots:
-        out.append(("internal_subnet", f"{internal} holds {internal.num_addresses} addresses; the profile needs {p.slots}"))
+        out.append(
+            ("internal_subnet", f"{internal} holds {internal.num_addresses} addresses; the profile needs {p.slots}")
+        )
     if internal is not None and egress is not None and internal.overlaps(egress):
         out.append(("egress_subnet", f"{egress} overlaps the internal subnet {internal}"))
     if egress is not None and egress.num_addresses < 8:
@@ -456,8 +503,13 @@ def _check_upstream(url: str) -> list[tuple[str, str]]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         out.append(("llm_upstream", "expected an http(s) URL with a host"))
     if parts.username or parts.password:
-        out.append(("llm_upstream", f"carries credentials; give the token as {contract.MODEL_CREDENTIAL_ENV} (kept "
-                                    "encrypted), not in the URL"))
+        out.append(
+            (
+                "llm_upstream",
+                f"carries credentials; give the token as {contract.MODEL_CREDENTIAL_ENV} (kept "
+                "encrypted), not in the URL",
+            )
+        )
     if parts.query or parts.fragment:
         out.append(("llm_upstream", "has a query or fragment; give the plain base URL"))
     if parts.path.rstrip("/").endswith("/v1/responses"):

@@ -12,8 +12,6 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .rundir import RunDir
-
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -386,14 +384,28 @@ class Provenance(Record):
     gate: GateResult | None = None  # the calibration gate's verdict on this run, when it was judged
 
 
-def provenance(profile: str, run_id: str, digest: str, manifest: Receipt[Any] | None, scores: list[Receipt[Any] | None],
-               finish: Receipt[Any] | None, gate: GateResult | None = None) -> Provenance:
+def provenance(
+    profile: str,
+    run_id: str,
+    digest: str,
+    manifest: Receipt[Any] | None,
+    scores: list[Receipt[Any] | None],
+    finish: Receipt[Any] | None,
+    gate: GateResult | None = None,
+) -> Provenance:
     return Provenance(
-        profile=profile, run_id=run_id, profile_digest=digest,
+        profile=profile,
+        run_id=run_id,
+        profile_digest=digest,
         manifest=manifest.result.manifest if manifest and manifest.result else None,
-        scores={s.result.task_id: TaskScore(score=s.result.score, complete=s.result.complete, problems=s.result.problems)
-                for s in scores if s and s.result},
-        result=finish.result if finish else None, gate=gate)
+        scores={
+            s.result.task_id: TaskScore(score=s.result.score, complete=s.result.complete, problems=s.result.problems)
+            for s in scores
+            if s and s.result
+        },
+        result=finish.result if finish else None,
+        gate=gate,
+    )
 
 
 def dumps(model: BaseModel) -> str:

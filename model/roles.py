@@ -9,10 +9,11 @@ workers get the local proxy credential and nothing else secret (docs/requirement
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Literal
 
 from . import addressing, contract
 from .rundir import ProfileDir
@@ -113,114 +114,192 @@ def data(p: Profile, *parts: str) -> str:
 
 
 def http_check(port: int, path: str = "/healthz") -> tuple[str, ...]:
-    return ("CMD-SHELL", f"wget -q -O /dev/null http://127.0.0.1:{port}{path} || curl -fsS http://127.0.0.1:{port}{path}")
+    return (
+        "CMD-SHELL",
+        f"wget -q -O /dev/null http://127.0.0.1:{port}{path} || curl -fsS http://127.0.0.1:{port}{path}",
+    )
 
 
 def model_env(p: Profile) -> dict[str, str]:
-    return {"MODEL": p.model, "REASONING_EFFORT": p.reasoning_effort, "MODEL_API": p.model_api,
-            "PROMPT_WINDOW_TOKENS": str(p.prompt_window_tokens)}
+    return {
+        "MODEL": p.model,
+        "REASONING_EFFORT": p.reasoning_effort,
+        "MODEL_API": p.model_api,
+        "PROMPT_WINDOW_TOKENS": str(p.prompt_window_tokens),
+    }
 
 
 def copilot_env(p: Profile) -> dict[str, str]:
     """The Copilot CLI's own settings (BYOK, offline, pinned): it reaches only the egress proxy, whose credential the
     worker's ACP driver passes on as COPILOT_PROVIDER_BEARER_TOKEN; the proxy sets the profile's reasoning effort."""
-    return {"COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false", "COPILOT_VERSION": p.copilot_version,
-            "COPILOT_PROVIDER_BASE_URL": f"{url(p, 'egress-proxy')}/v1", "COPILOT_PROVIDER_WIRE_API": p.model_api,
-            "COPILOT_MODEL": p.model, "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": str(p.prompt_window_tokens)}
+    return {
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_AUTO_UPDATE": "false",
+        "COPILOT_VERSION": p.copilot_version,
+        "COPILOT_PROVIDER_BASE_URL": f"{url(p, 'egress-proxy')}/v1",
+        "COPILOT_PROVIDER_WIRE_API": p.model_api,
+        "COPILOT_MODEL": p.model,
+        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": str(p.prompt_window_tokens),
+    }
 
 
 def member_env(p: Profile, c: Placement) -> dict[str, str]:
     """What routers and workers share: who they are and where the team's services are."""
     assert c.task is not None and c.index is not None
-    return {"AGENT_ID": contract.agent_id(c.task, c.index), "TASK_ID": c.task, "BOARD_URL": url(p, "board"),
-            "GITEA_URL": url(p, "gitea"), "MATTERMOST_URL": url(p, "mattermost")}
+    return {
+        "AGENT_ID": contract.agent_id(c.task, c.index),
+        "TASK_ID": c.task,
+        "BOARD_URL": url(p, "board"),
+        "GITEA_URL": url(p, "gitea"),
+        "MATTERMOST_URL": url(p, "mattermost"),
+    }
 
 
 # --- the spec of each role ----------------------------------------------------------------------------------
 def mysql(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
-        image=p.mysql_image, env={"MYSQL_DATABASE": contract.GITEA_DATABASE,  # Gitea does not create its database
-                                  "MYSQL_ROUTER_USER": contract.ROUTER_DB},
+        image=p.mysql_image,
+        env={
+            "MYSQL_DATABASE": contract.GITEA_DATABASE,  # Gitea does not create its database
+            "MYSQL_ROUTER_USER": contract.ROUTER_DB,
+        },
         secret_env={"MYSQL_ROOT_PASSWORD": "mysql_root_password", "MYSQL_ROUTER_PASSWORD": "mysql_router_password"},
-        mounts=(Mount(data(p, "mysql"), "/var/lib/mysql"),
-                Mount(str(SCRIPTS / "mysql_router_user.sh"), "/docker-entrypoint-initdb.d/agensh-router-user.sh",
-                      read_only=True)),
+        mounts=(
+            Mount(data(p, "mysql"), "/var/lib/mysql"),
+            Mount(
+                str(SCRIPTS / "mysql_router_user.sh"),
+                "/docker-entrypoint-initdb.d/agensh-router-user.sh",
+                read_only=True,
+            ),
+        ),
         command=("mysqld", f"--max-connections={p.mysql_max_connections}"),
-        healthcheck=("CMD", "mysqladmin", "ping", "-h", "127.0.0.1"))
+        healthcheck=("CMD", "mysqladmin", "ping", "-h", "127.0.0.1"),
+    )
 
 
 def gitea(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
         image=p.gitea_image,
-        env={"GITEA__security__INSTALL_LOCK": "true", "GITEA__database__DB_TYPE": "mysql",
-             "GITEA__database__HOST": database(p),
-             "GITEA__database__USER": "root", "GITEA__database__NAME": contract.GITEA_DATABASE,
-             "GITEA__server__ROOT_URL": f"{url(p, 'gitea')}/", "GITEA__actions__ENABLED": "false",
-             "GITEA_ADMIN_USER": contract.ADMIN_USER},
+        env={
+            "GITEA__security__INSTALL_LOCK": "true",
+            "GITEA__database__DB_TYPE": "mysql",
+            "GITEA__database__HOST": database(p),
+            "GITEA__database__USER": "root",
+            "GITEA__database__NAME": contract.GITEA_DATABASE,
+            "GITEA__server__ROOT_URL": f"{url(p, 'gitea')}/",
+            "GITEA__actions__ENABLED": "false",
+            "GITEA_ADMIN_USER": contract.ADMIN_USER,
+        },
         secret_env={"GITEA__database__PASSWD": "mysql_root_password", "GITEA_ADMIN_PASSWORD": "gitea_admin_password"},
-        mounts=(Mount(data(p, "gitea"), "/data"),), healthcheck=http_check(ROLES["gitea"].port, "/api/healthz"))
+        mounts=(Mount(data(p, "gitea"), "/data"),),
+        healthcheck=http_check(ROLES["gitea"].port, "/api/healthz"),
+    )
 
 
 def mattermost(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
         image=p.mattermost_image,
-        env={"MM_TEAMSETTINGS_MAXUSERSPERTEAM": str(p.mm_max_users_per_team), "MM_SQLSETTINGS_DRIVERNAME": "mysql",
-             "MM_SQLSETTINGS_DATASOURCE_HOST": database(p),
-             "MM_SERVICESETTINGS_SITEURL": url(p, "mattermost")},
-        secret_env={"MM_SQLSETTINGS_PASSWORD": "mysql_root_password",
-                    "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password"},
+        env={
+            "MM_TEAMSETTINGS_MAXUSERSPERTEAM": str(p.mm_max_users_per_team),
+            "MM_SQLSETTINGS_DRIVERNAME": "mysql",
+            "MM_SQLSETTINGS_DATASOURCE_HOST": database(p),
+            "MM_SERVICESETTINGS_SITEURL": url(p, "mattermost"),
+        },
+        secret_env={
+            "MM_SQLSETTINGS_PASSWORD": "mysql_root_password",
+            "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password",
+        },
         mounts=(Mount(data(p, "mattermost"), "/mattermost/data"),),
-        healthcheck=http_check(ROLES["mattermost"].port, "/api/v4/system/ping"))
+        healthcheck=http_check(ROLES["mattermost"].port, "/api/v4/system/ping"),
+    )
 
 
 def board(p: Profile, c: Placement) -> ServiceSpec:
-    return ServiceSpec(image=p.image("board"), env={"BOARD_LIFECYCLE_DIR": "/data/lifecycle", "PORT": str(HTTP_PORT)},
-                       mounts=(Mount(data(p, "board"), "/data"),), healthcheck=http_check(HTTP_PORT))
+    return ServiceSpec(
+        image=p.image("board"),
+        env={"BOARD_LIFECYCLE_DIR": "/data/lifecycle", "PORT": str(HTTP_PORT)},
+        mounts=(Mount(data(p, "board"), "/data"),),
+        healthcheck=http_check(HTTP_PORT),
+    )
 
 
 def secret_service(p: Profile, c: Placement) -> ServiceSpec:
     """The token service; SECRET_SERVICE_CALLERS tells it the one address each agent's token may go to: the worker's
     fixed address, or on a swarm (no fixed addresses) the worker's service name, which the token service resolves on
     the team network when asked (the name resolves to that worker's task only)."""
-    callers = {contract.agent_id(t, n): member_address(p, t, "worker", n) for t in p.tasks for n in range(1, p.workers + 1)}
-    return ServiceSpec(image=p.image("secret-service"),
-                       env={"SECRET_SERVICE_TOKENS_DIR": "/tokens", "PORT": str(HTTP_PORT),
-                            "SECRET_SERVICE_CALLERS": json.dumps(callers, sort_keys=True)},
-                       mounts=(Mount(data(p, "tokens"), "/tokens", read_only=True),), healthcheck=http_check(HTTP_PORT))
+    callers = {
+        contract.agent_id(t, n): member_address(p, t, "worker", n) for t in p.tasks for n in range(1, p.workers + 1)
+    }
+    return ServiceSpec(
+        image=p.image("secret-service"),
+        env={
+            "SECRET_SERVICE_TOKENS_DIR": "/tokens",
+            "PORT": str(HTTP_PORT),
+            "SECRET_SERVICE_CALLERS": json.dumps(callers, sort_keys=True),
+        },
+        mounts=(Mount(data(p, "tokens"), "/tokens", read_only=True),),
+        healthcheck=http_check(HTTP_PORT),
+    )
 
 
 def egress_proxy(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
-        image=p.image("egress-proxy"), env={"LLM_UPSTREAM": p.llm_upstream.rstrip("/"), "PORT": str(HTTP_PORT), **model_env(p)},
+        image=p.image("egress-proxy"),
+        env={"LLM_UPSTREAM": p.llm_upstream.rstrip("/"), "PORT": str(HTTP_PORT), **model_env(p)},
         secret_env={contract.MODEL_CREDENTIAL_ENV: "llm_upstream_token", "WORKER_PROXY_TOKEN": "worker_proxy_token"},
-        healthcheck=http_check(HTTP_PORT))
+        healthcheck=http_check(HTTP_PORT),
+    )
 
 
 def bootstrap(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
         image=p.image("bootstrap"),
-        env={"GITEA_URL": url(p, "gitea"), "MATTERMOST_URL": url(p, "mattermost"), "WORKERS": str(p.workers),
-             "TASKS": " ".join(p.tasks), "TOKENS_DIR": "/tokens", "PROFILE": p.profile,
-             "TEAM_REPOS": " ".join(contract.team_repo(t) for t in p.tasks)},
-        secret_env={"GITEA_ADMIN_PASSWORD": "gitea_admin_password", "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password"},
-        mounts=(Mount(data(p, "tokens"), "/tokens"),), one_shot=True)
+        env={
+            "GITEA_URL": url(p, "gitea"),
+            "MATTERMOST_URL": url(p, "mattermost"),
+            "WORKERS": str(p.workers),
+            "TASKS": " ".join(p.tasks),
+            "TOKENS_DIR": "/tokens",
+            "PROFILE": p.profile,
+            "TEAM_REPOS": " ".join(contract.team_repo(t) for t in p.tasks),
+        },
+        secret_env={
+            "GITEA_ADMIN_PASSWORD": "gitea_admin_password",
+            "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password",
+        },
+        mounts=(Mount(data(p, "tokens"), "/tokens"),),
+        one_shot=True,
+    )
 
 
 def model(p: Profile, c: Placement) -> ServiceSpec:
     """The demo's stand-in model: it only checks the credential the egress proxy injects. Like a real gateway it lists
     a fixed set of model ids (the pinned model), whatever the profile asks for: the preflight checks against it."""
-    return ServiceSpec(image=p.image("egress-proxy"),
-                       env={"STANDIN": "model", "PORT": str(HTTP_PORT), "STANDIN_MODELS": contract.PINNED_MODEL},
-                       secret_env={"EXPECTED_TOKEN_SHA256": "llm_upstream_token"}, healthcheck=http_check(HTTP_PORT))
+    return ServiceSpec(
+        image=p.image("egress-proxy"),
+        env={"STANDIN": "model", "PORT": str(HTTP_PORT), "STANDIN_MODELS": contract.PINNED_MODEL},
+        secret_env={"EXPECTED_TOKEN_SHA256": "llm_upstream_token"},
+        healthcheck=http_check(HTTP_PORT),
+    )
 
 
 def router(p: Profile, c: Placement) -> ServiceSpec:
     return ServiceSpec(
-        image=p.image("mini-router"), memory_mb=p.router_memory_gib * contract.GIB_MB, stopped_on_purpose=True,
-        env={**member_env(p, c), "MINI_ROUTER_STUCK_MS": str(p.mini_router_stuck_ms), "PORT": str(HTTP_PORT),
-             "MYSQL_HOST": database_host(p), "MYSQL_MAX_POOL": str(contract.CONNECTIONS_PER_ROUTER),
-             "MYSQL_USER": contract.ROUTER_DB, "MYSQL_DATABASE": contract.ROUTER_DB},
-        secret_env={"MYSQL_PASSWORD": "mysql_router_password"}, healthcheck=http_check(HTTP_PORT))
+        image=p.image("mini-router"),
+        memory_mb=p.router_memory_gib * contract.GIB_MB,
+        stopped_on_purpose=True,
+        env={
+            **member_env(p, c),
+            "MINI_ROUTER_STUCK_MS": str(p.mini_router_stuck_ms),
+            "PORT": str(HTTP_PORT),
+            "MYSQL_HOST": database_host(p),
+            "MYSQL_MAX_POOL": str(contract.CONNECTIONS_PER_ROUTER),
+            "MYSQL_USER": contract.ROUTER_DB,
+            "MYSQL_DATABASE": contract.ROUTER_DB,
+        },
+        secret_env={"MYSQL_PASSWORD": "mysql_router_password"},
+        healthcheck=http_check(HTTP_PORT),
+    )
 
 
 def worker(p: Profile, c: Placement) -> ServiceSpec:
@@ -229,59 +308,101 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
     agent = contract.agent_id(c.task, c.index)
     team = p.kind == "team"
     return ServiceSpec(
-        image=p.worker_image(c.task), memory_mb=p.worker_memory_gib * contract.GIB_MB, user=contract.WORKER_USER,
-        stopped_on_purpose=True, sandboxed=True, woken=team,
-        env={**member_env(p, c), **model_env(p), "TOKEN_SERVICE_URL": url(p, "secret-service"),
-             "LLM_PROXY_URL": url(p, "egress-proxy"),
-             "ROUTER_URL": f"http://{member_address(p, c.task, 'router', c.index)}:{HTTP_PORT}" if team else "",
-             "PBENCH_HOURS": str(p.hours), "PBENCH_DEADLINE_SECONDS": str(p.deadline),
-             "TEAM_REPO": contract.team_repo(c.task), "WORKERS": str(p.workers),
-             "BASELINE": "0" if team else "1", "REFERENCE_BINARY": contract.REFERENCE_BINARY,
-             **copilot_env(p), "ACP_SILENCE_MS": str(p.mini_router_stuck_ms if team else p.acp_recover_s * 1000)},
+        image=p.worker_image(c.task),
+        memory_mb=p.worker_memory_gib * contract.GIB_MB,
+        user=contract.WORKER_USER,
+        stopped_on_purpose=True,
+        sandboxed=True,
+        woken=team,
+        env={
+            **member_env(p, c),
+            **model_env(p),
+            "TOKEN_SERVICE_URL": url(p, "secret-service"),
+            "LLM_PROXY_URL": url(p, "egress-proxy"),
+            "ROUTER_URL": f"http://{member_address(p, c.task, 'router', c.index)}:{HTTP_PORT}" if team else "",
+            "PBENCH_HOURS": str(p.hours),
+            "PBENCH_DEADLINE_SECONDS": str(p.deadline),
+            "TEAM_REPO": contract.team_repo(c.task),
+            "WORKERS": str(p.workers),
+            "BASELINE": "0" if team else "1",
+            "REFERENCE_BINARY": contract.REFERENCE_BINARY,
+            **copilot_env(p),
+            "ACP_SILENCE_MS": str(p.mini_router_stuck_ms if team else p.acp_recover_s * 1000),
+        },
         secret_env={contract.PROXY_CREDENTIAL_ENV: "worker_proxy_token"},
-        mounts=(Mount(str(p.checkout_dir / "prompts"), "/opt/agensh/prompts", read_only=True),
-                Mount(str(pd.archive_dir(agent, p.run_id)), "/archive"))
-        + (() if team else (Mount(str(pd.workspace), "/workspace"),)))
+        mounts=(
+            Mount(str(p.checkout_dir / "prompts"), "/opt/agensh/prompts", read_only=True),
+            Mount(str(pd.archive_dir(agent, p.run_id)), "/archive"),
+        )
+        + (() if team else (Mount(str(pd.workspace), "/workspace"),)),
+    )
 
 
 SNAPSHOT_GIT = "git -C /workspace -c core.hooksPath=/dev/null -c core.fsmonitor=false -c commit.gpgSign=false"
-SNAPSHOT_LOOP = (f"while sleep \"$SNAPSHOT_SECONDS\"; do {SNAPSHOT_GIT} add -A && {SNAPSHOT_GIT} "
-                 "-c user.name=snapshot -c user.email=snapshot@agensh.local commit -q -m \"snapshot $(date -u +%FT%TZ)\" "
-                 "&& echo \"snapshot $(date -u +%FT%TZ)\"; done")
+SNAPSHOT_LOOP = (
+    f'while sleep "$SNAPSHOT_SECONDS"; do {SNAPSHOT_GIT} add -A && {SNAPSHOT_GIT} '
+    '-c user.name=snapshot -c user.email=snapshot@agensh.local commit -q -m "snapshot $(date -u +%FT%TZ)" '
+    '&& echo "snapshot $(date -u +%FT%TZ)"; done'
+)
 
 
 def snapshot(p: Profile, c: Placement) -> ServiceSpec:
     """The baseline's sidecar: commits the worker's non-ignored changes every snapshot_seconds; no network."""
     assert c.task is not None
-    return ServiceSpec(image=p.worker_image(c.task), user=contract.WORKER_USER, entrypoint=("sh", "-c"),
-                       command=(SNAPSHOT_LOOP,), env={"SNAPSHOT_SECONDS": str(p.snapshot_seconds)},
-                       stopped_on_purpose=True, sandboxed=True,
-                       mounts=(Mount(str(ProfileDir.of(p).workspace), "/workspace"),))
+    return ServiceSpec(
+        image=p.worker_image(c.task),
+        user=contract.WORKER_USER,
+        entrypoint=("sh", "-c"),
+        command=(SNAPSHOT_LOOP,),
+        env={"SNAPSHOT_SECONDS": str(p.snapshot_seconds)},
+        stopped_on_purpose=True,
+        sandboxed=True,
+        mounts=(Mount(str(ProfileDir.of(p).workspace), "/workspace"),),
+    )
 
 
 # The table. Platform roles are listed in start order; `slot` fixes their addresses for good (never renumber).
-ROLES: dict[str, Role] = {r.name: r for r in (
-    Role("mysql", mysql, port=3306, networks=("data",), slot=0, operator_port=4),
-    Role("gitea", gitea, port=3000, networks=("internal", "data"), slot=1, operator_port=0, after=("mysql",)),
-    Role("mattermost", mattermost, port=8065, networks=("internal", "data"), slot=2, operator_port=1, after=("mysql",)),
-    Role("board", board, slot=3, operator_port=2),
-    Role("secret-service", secret_service, slot=4, operator_port=3),
-    Role("egress-proxy", egress_proxy, networks=("internal", "egress"), slot=5, manager_port=5, kinds=("team", "baseline"),
-         model_path=True),
-    Role("model", model, networks=("egress",), kinds=(), model_path=True),  # only with model_standin (the demo)
-    Role("bootstrap", bootstrap, slot=6, after=("gitea", "mattermost", "secret-service")),
-    Role("router", router, networks=("internal", "data"), per_task=True),
-    Role("worker", worker, per_task=True, kinds=("team", "baseline")),
-    Role("snapshot", snapshot, networks=(), per_task=True, kinds=("baseline",)),
-)}
+ROLES: dict[str, Role] = {
+    r.name: r
+    for r in (
+        Role("mysql", mysql, port=3306, networks=("data",), slot=0, operator_port=4),
+        Role("gitea", gitea, port=3000, networks=("internal", "data"), slot=1, operator_port=0, after=("mysql",)),
+        Role(
+            "mattermost",
+            mattermost,
+            port=8065,
+            networks=("internal", "data"),
+            slot=2,
+            operator_port=1,
+            after=("mysql",),
+        ),
+        Role("board", board, slot=3, operator_port=2),
+        Role("secret-service", secret_service, slot=4, operator_port=3),
+        Role(
+            "egress-proxy",
+            egress_proxy,
+            networks=("internal", "egress"),
+            slot=5,
+            manager_port=5,
+            kinds=("team", "baseline"),
+            model_path=True,
+        ),
+        Role("model", model, networks=("egress",), kinds=(), model_path=True),  # only with model_standin (the demo)
+        Role("bootstrap", bootstrap, slot=6, after=("gitea", "mattermost", "secret-service")),
+        Role("router", router, networks=("internal", "data"), per_task=True),
+        Role("worker", worker, per_task=True, kinds=("team", "baseline")),
+        Role("snapshot", snapshot, networks=(), per_task=True, kinds=("baseline",)),
+    )
+}
 PLATFORM = tuple(name for name, r in ROLES.items() if not r.per_task)
 OPERATOR_ROLES = tuple(name for name, r in ROLES.items() if r.operator_port is not None)
 
 
 def platform_roles(p: Profile) -> list[Role]:
     """The platform services this profile runs, in start order."""
-    return [r for r in ROLES.values()
-            if not r.per_task and (p.kind in r.kinds or (r.name == "model" and p.model_standin))]
+    return [
+        r for r in ROLES.values() if not r.per_task and (p.kind in r.kinds or (r.name == "model" and p.model_standin))
+    ]
 
 
 def spec(p: Profile, c: Placement) -> ServiceSpec:

@@ -78,8 +78,11 @@ class ProfileDir:
 
     def runs(self) -> list[RunDir]:
         """The run directories present (every child but the service data)."""
-        return [RunDir(d) for d in sorted(self.path.iterdir()) if d.is_dir() and d.name != "data"] \
-            if self.path.is_dir() else []
+        return (
+            [RunDir(d) for d in sorted(self.path.iterdir()) if d.is_dir() and d.name != "data"]
+            if self.path.is_dir()
+            else []
+        )
 
     def run_archives(self, run_id: str) -> dict[str, Path]:
         """Every agent's sealed archive directory of one run, by agent id."""
@@ -208,5 +211,8 @@ class RunDir:
 
     def task_ids(self) -> list[str]:
         """Task directories present (a task appears once a step wrote into it)."""
-        return sorted(p.name for p in self.path.iterdir() if p.is_dir() and p.name != "receipts") \
-            if self.path.is_dir() else []
+        return (
+            sorted(p.name for p in self.path.iterdir() if p.is_dir() and p.name != "receipts")
+            if self.path.is_dir()
+            else []
+        )

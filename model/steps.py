@@ -46,8 +46,9 @@ class StepDef:
 
 
 PROFILE_DATA = StepDef("profile-data", "profile_data", si.ProfileDataInputs, None, args="create", delete="delete")
-SWARM_NODES = StepDef("swarm-nodes", "swarm_nodes", si.SwarmNodesInputs, None, args="create", resource="nodes",
-                      delete="delete")
+SWARM_NODES = StepDef(
+    "swarm-nodes", "swarm_nodes", si.SwarmNodesInputs, None, args="create", resource="nodes", delete="delete"
+)
 PREFLIGHT_HOST = StepDef("preflight-host", "preflight", si.PreflightHostInputs, r.PreflightResult, args="host")
 MANIFEST_START = StepDef("manifest-start", "manifest", si.ManifestInputs, r.ManifestStart, args="start")
 PREFLIGHT_MODEL = StepDef("preflight-model", "preflight", si.PreflightModelInputs, r.PreflightResult, args="model")
@@ -60,21 +61,40 @@ NUDGES = StepDef("nudges", "nudges", si.NudgesInputs, r.NudgesResult)
 SHUTDOWN = StepDef("shutdown", "shutdown", si.ShutdownInputs, r.ShutdownResult)
 BASELINE_SEED = StepDef("baseline-seed", "baseline", si.BaselineSeedInputs, r.BaselineSeedResult, args="seed")
 # the baseline's stop at the deadline leaves the task's shutdown receipt under its own resource
-BASELINE_STOP = StepDef("shutdown", "baseline", si.BaselineStopInputs, r.ShutdownResult, args="stop",
-                        resource="baseline-stop")
+BASELINE_STOP = StepDef(
+    "shutdown", "baseline", si.BaselineStopInputs, r.ShutdownResult, args="stop", resource="baseline-stop"
+)
 EVALUATE = StepDef("evaluate", "evaluate", si.EvaluateInputs, r.EvaluateResult)
 SCORE = StepDef("score", "score", si.ScoreInputs, r.Score)
-PRESERVE_TASK = StepDef("preserve-task", "preserve", si.PreserveInputs, r.PreserveResult, args="task",
-                        resource="preserve")
+PRESERVE_TASK = StepDef(
+    "preserve-task", "preserve", si.PreserveInputs, r.PreserveResult, args="task", resource="preserve"
+)
 MANIFEST_FINISH = StepDef("manifest-finish", "manifest", si.ManifestInputs, r.ManifestFinish, args="finish")
 REPORT = StepDef("report", "report", si.Inputs, r.ReportResult, args="step")
 # the run's last step: it copies the whole run, and its delete refuses a destroy while results would be lost
 PRESERVE_RUN = StepDef("preserve-run", "preserve", si.PreserveInputs, r.PreserveResult, args="run", delete="guard")
 
 STEPS: tuple[StepDef, ...] = (
-    PROFILE_DATA, SWARM_NODES, PREFLIGHT_HOST, MANIFEST_START, PREFLIGHT_MODEL, SEED, WAKE, KICKOFF, EXPORT,
-    REMINDERS, NUDGES, SHUTDOWN, BASELINE_SEED, BASELINE_STOP, EVALUATE, SCORE, PRESERVE_TASK, MANIFEST_FINISH,
-    REPORT, PRESERVE_RUN,
+    PROFILE_DATA,
+    SWARM_NODES,
+    PREFLIGHT_HOST,
+    MANIFEST_START,
+    PREFLIGHT_MODEL,
+    SEED,
+    WAKE,
+    KICKOFF,
+    EXPORT,
+    REMINDERS,
+    NUDGES,
+    SHUTDOWN,
+    BASELINE_SEED,
+    BASELINE_STOP,
+    EVALUATE,
+    SCORE,
+    PRESERVE_TASK,
+    MANIFEST_FINISH,
+    REPORT,
+    PRESERVE_RUN,
 )
 # The result model of each receipt name (two steps, the team's shutdown and the baseline's stop, share one).
 RESULTS: dict[str, type[r.Record]] = {s.name: s.result for s in STEPS if s.result is not None}

@@ -40,14 +40,26 @@ class Placement:
     @property
     def addresses(self) -> dict[str, str]:
         """Its address on each network it joins, by network kind, in the order a container attaches them."""
-        return {kind: ip for kind, ip in (("internal", self.internal_ip), ("egress", self.egress_ip),
-                                          ("data", self.data_ip), ("operator", self.operator_ip)) if ip}
+        return {
+            kind: ip
+            for kind, ip in (
+                ("internal", self.internal_ip),
+                ("egress", self.egress_ip),
+                ("data", self.data_ip),
+                ("operator", self.operator_ip),
+            )
+            if ip
+        }
 
 
 def networks(p: Profile) -> dict[str, ipaddress.IPv4Network]:
     """The profile's networks by kind."""
-    nets = {"internal": p.internal_network, "egress": p.egress_network, "operator": p.operator_network,
-            "data": p.data_network}
+    nets = {
+        "internal": p.internal_network,
+        "egress": p.egress_network,
+        "operator": p.operator_network,
+        "data": p.data_network,
+    }
     return {k: n for k, n in nets.items() if n is not None}
 
 
@@ -77,30 +89,63 @@ def _derive(p: Profile) -> list[Placement]:
     internal, egress, operator, data = nets["internal"], nets["egress"], nets.get("operator"), nets.get("data")
     out: list[Placement] = []
     for role in platform_roles(p):
-        egress_host = {"egress-proxy": addressing.EGRESS_PROXY_EGRESS_HOST,
-                       "model": addressing.MODEL_STANDIN_EGRESS_HOST}.get(role.name)
-        out.append(Placement(
-            name=contract.resource_name(p.profile, role.name), role=role.name,
-            internal_ip=addressing.service_ip(internal, role.slot) if "internal" in role.networks and role.slot is not None else None,
-            egress_ip=addressing.host(egress, egress_host) if "egress" in role.networks and egress_host else None,
-            operator_ip=addressing.service_ip(operator, role.slot)
-            if operator is not None and role.operator_port is not None and role.slot is not None else None,
-            data_ip=addressing.service_ip(data, role.slot) if data is not None and "data" in role.networks else None,
-            labels=p.labels(role.name)))
+        egress_host = {
+            "egress-proxy": addressing.EGRESS_PROXY_EGRESS_HOST,
+            "model": addressing.MODEL_STANDIN_EGRESS_HOST,
+        }.get(role.name)
+        out.append(
+            Placement(
+                name=contract.resource_name(p.profile, role.name),
+                role=role.name,
+                internal_ip=addressing.service_ip(internal, role.slot)
+                if "internal" in role.networks and role.slot is not None
+                else None,
+                egress_ip=addressing.host(egress, egress_host) if "egress" in role.networks and egress_host else None,
+                operator_ip=addressing.service_ip(operator, role.slot)
+                if operator is not None and role.operator_port is not None and role.slot is not None
+                else None,
+                data_ip=addressing.service_ip(data, role.slot)
+                if data is not None and "data" in role.networks
+                else None,
+                labels=p.labels(role.name),
+            )
+        )
     team = p.kind == "team"
     for task in p.tasks:
         for n in range(1, p.workers + 1):
             router_ip = p.member_ip(task, "router", n, internal) if team else None
             if team:
-                out.append(Placement(name=contract.member_name(p.profile, task, "router", n), role="router", task=task,
-                                     index=n, internal_ip=router_ip, data_ip=p.router_data_ip(task, n, data),
-                                     labels=p.labels("router", task)))
-            out.append(Placement(name=contract.member_name(p.profile, task, "worker", n), role="worker", task=task,
-                                 index=n, internal_ip=p.member_ip(task, "worker", n, internal), router_ip=router_ip,
-                                 labels=p.labels("worker", task)))
+                out.append(
+                    Placement(
+                        name=contract.member_name(p.profile, task, "router", n),
+                        role="router",
+                        task=task,
+                        index=n,
+                        internal_ip=router_ip,
+                        data_ip=p.router_data_ip(task, n, data),
+                        labels=p.labels("router", task),
+                    )
+                )
+            out.append(
+                Placement(
+                    name=contract.member_name(p.profile, task, "worker", n),
+                    role="worker",
+                    task=task,
+                    index=n,
+                    internal_ip=p.member_ip(task, "worker", n, internal),
+                    router_ip=router_ip,
+                    labels=p.labels("worker", task),
+                )
+            )
         if p.kind in ROLES["snapshot"].kinds:
-            out.append(Placement(name=contract.resource_name(p.profile, f"{contract.task_slug(task)}-snapshot"),
-                                 role="snapshot", task=task, index=1, internal_ip=None,
-                                 labels=p.labels("snapshot", task)))
+            out.append(
+                Placement(
+                    name=contract.resource_name(p.profile, f"{contract.task_slug(task)}-snapshot"),
+                    role="snapshot",
+                    task=task,
+                    index=1,
+                    internal_ip=None,
+                    labels=p.labels("snapshot", task),
+                )
+            )
     return out
-

@@ -11,8 +11,9 @@ import ipaddress
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -36,6 +37,7 @@ from model.rundir import ProfileDir  # noqa: E402
 def profile_default(key: str) -> Any:
     """A profile setting's default: what the pack assumes when no policy config from `new_stack` says otherwise."""
     return Profile.model_fields[key].default
+
 
 CONTAINER = "docker:index/container:Container"
 NETWORK = "docker:index/network:Network"
@@ -79,15 +81,28 @@ def service_as_container(props: dict[str, Any]) -> dict[str, Any]:
     task = props.get("taskSpec") or {}
     spec = task.get("containerSpec") or {}
     env = spec.get("env") or {}
-    return {"name": props.get("name"), "labels": props.get("labels") or [], "user": spec.get("user"),
-            "envs": [f"{k}={v}" for k, v in env.items()], "memory": service_memory_mb(props) or None,
-            "command": list(spec.get("args") or []),
-            "networksAdvanced": [{"name": n.get("name") or n.get("id")} for n in task.get("networksAdvanceds") or []],
-            "volumes": [{"hostPath": m.get("source"), "containerPath": m.get("target"), "readOnly": m.get("readOnly")}
-                        for m in spec.get("mounts") or []],
-            "ports": [{"internal": pt.get("targetPort"), "external": pt.get("publishedPort"),
-                       "mode": pt.get("publishMode", "ingress")} for pt in (props.get("endpointSpec") or {}).get("ports") or []],
-            "secrets": [x.get("secretName") for x in spec.get("secrets") or []]}
+    return {
+        "name": props.get("name"),
+        "labels": props.get("labels") or [],
+        "user": spec.get("user"),
+        "envs": [f"{k}={v}" for k, v in env.items()],
+        "memory": service_memory_mb(props) or None,
+        "command": list(spec.get("args") or []),
+        "networksAdvanced": [{"name": n.get("name") or n.get("id")} for n in task.get("networksAdvanceds") or []],
+        "volumes": [
+            {"hostPath": m.get("source"), "containerPath": m.get("target"), "readOnly": m.get("readOnly")}
+            for m in spec.get("mounts") or []
+        ],
+        "ports": [
+            {
+                "internal": pt.get("targetPort"),
+                "external": pt.get("publishedPort"),
+                "mode": pt.get("publishMode", "ingress"),
+            }
+            for pt in (props.get("endpointSpec") or {}).get("ports") or []
+        ],
+        "secrets": [x.get("secretName") for x in spec.get("secrets") or []],
+    }
 
 
 def view(resource_type: str, name: str, props: dict[str, Any]) -> Viewed | None:
@@ -111,10 +126,20 @@ def _name(args: ResourceValidationArgs | PolicyResource | Viewed) -> str:
     return f"{args.resource_type.split(':')[-1]} {args.name!r}"
 
 
-def _policy(kind: type, name: str, description: str, validate: Callable[..., None],
-            config: dict[str, dict[str, Any]] | None = None) -> Any:
-    return kind(name=name, description=description, validate=validate, enforcement_level=EnforcementLevel.MANDATORY,
-                config_schema=PolicyConfigSchema(properties=config) if config else None)
+def _policy(
+    kind: type,
+    name: str,
+    description: str,
+    validate: Callable[..., None],
+    config: dict[str, dict[str, Any]] | None = None,
+) -> Any:
+    return kind(
+        name=name,
+        description=description,
+        validate=validate,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(properties=config) if config else None,
+    )
 
 
 # --- 1: subnet capacity -------------------------------------------------------------------------------
@@ -133,13 +158,19 @@ def _subnet_capacity(args: StackValidationArgs, report: ReportViolation) -> None
                 continue
             size = ipaddress.IPv4Network(cfg["subnet"]).num_addresses
             if attached[name] + reserve > size:
-                report(f"network {name!r} ({cfg['subnet']}, {size} addresses) cannot hold its {attached[name]} "
-                       f"containers plus {reserve} reserved addresses; give it a larger subnet.")
+                report(
+                    f"network {name!r} ({cfg['subnet']}, {size} addresses) cannot hold its {attached[name]} "
+                    f"containers plus {reserve} reserved addresses; give it a larger subnet."
+                )
 
 
-subnet_capacity = _policy(StackValidationPolicy, "subnet-capacity",
-                          "Every network's subnet holds all containers attached to it plus gateway and reserve.",
-                          _subnet_capacity, {"reserve": {"type": "integer", "default": contract.ADDRESS_RESERVE}})
+subnet_capacity = _policy(
+    StackValidationPolicy,
+    "subnet-capacity",
+    "Every network's subnet holds all containers attached to it plus gateway and reserve.",
+    _subnet_capacity,
+    {"reserve": {"type": "integer", "default": contract.ADDRESS_RESERVE}},
+)
 
 
 # --- 2: networks do not overlap; static addresses inside their subnet and unique ---------------------
@@ -153,7 +184,7 @@ def _subnets(args: StackValidationArgs, report: ReportViolation) -> None:
                 nets[r.props.get("name", r.name)] = ipaddress.IPv4Network(cfg["subnet"])
     names = sorted(nets)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             if nets[a].overlaps(nets[b]):
                 report(f"networks {a!r} ({nets[a]}) and {b!r} ({nets[b]}) overlap; give each its own subnet.")
     seen: dict[tuple[str, str], str] = {}
@@ -169,8 +200,12 @@ def _subnets(args: StackValidationArgs, report: ReportViolation) -> None:
             seen[(net, addr)] = r.name
 
 
-subnets_disjoint = _policy(StackValidationPolicy, "subnets-disjoint",
-                           "No two networks overlap; static addresses lie inside their subnet and are unique.", _subnets)
+subnets_disjoint = _policy(
+    StackValidationPolicy,
+    "subnets-disjoint",
+    "No two networks overlap; static addresses lie inside their subnet and are unique.",
+    _subnets,
+)
 
 
 # --- 3: worker isolation -------------------------------------------------------------------------------
@@ -185,33 +220,45 @@ def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> 
     nets = [n.get("name") for n in p.get("networksAdvanced") or []]
     # a swarm service names its networks by id, unknown to the pack before they exist: one network, by count
     if (len(nets) != 1) if v.resource_type == SERVICE else (nets != [internal]):
-        report(f"{_name(args)} joins {len(nets)} networks ({', '.join(map(str, nets)) or 'none'}); a worker joins the "
-               f"internal team network {internal!r} only.")
+        report(
+            f"{_name(args)} joins {len(nets)} networks ({', '.join(map(str, nets)) or 'none'}); a worker joins the "
+            f"internal team network {internal!r} only."
+        )
     if p.get("networkMode") not in (None, "", "bridge"):
-        report(f"{_name(args)} uses network mode {p.get('networkMode')!r}; a worker joins the internal team network only.")
+        report(
+            f"{_name(args)} uses network mode {p.get('networkMode')!r}; a worker joins the internal team network only."
+        )
     if p.get("ports"):
         report(f"{_name(args)} publishes ports; workers publish none.")
     if p.get("privileged"):
         report(f"{_name(args)} is privileged; workers never are.")
     if p.get("user") != contract.WORKER_USER:
-        report(f"{_name(args)} runs as {p.get('user') or 'the image default (often root)'}; workers run as "
-               f"{contract.WORKER_USER} (set user).")
+        report(
+            f"{_name(args)} runs as {p.get('user') or 'the image default (often root)'}; workers run as "
+            f"{contract.WORKER_USER} (set user)."
+        )
     for m in p.get("volumes") or []:
         host = str(m.get("hostPath") or "")
         if "docker.sock" in f"{host}{m.get('containerPath', '')}":
             report(f"{_name(args)} mounts the Docker socket; workers must not control Docker.")
         elif host.rstrip("/") in ("", *contract.SYSTEM_DIRS) or host == "/":
-            report(f"{_name(args)} mounts the host's {host or '/'}; workers mount only the profile's data and "
-                   "read-only prompts.")
+            report(
+                f"{_name(args)} mounts the host's {host or '/'}; workers mount only the profile's data and "
+                "read-only prompts."
+            )
         elif not m.get("readOnly") and not any(ProfileDir.holds_data(host, profile, d) for d in data_dirs):
             report(f"{_name(args)} mounts {host} writable, outside the profile's data; workers write only there.")
 
 
-worker_isolation = _policy(ResourceValidationPolicy, "worker-isolation",
-                           "Workers join only the internal network, publish no ports, are not privileged, mount no "
-                           f"Docker socket or system directory, write only into the profile's data and run as "
-                           f"{contract.WORKER_USER}.", _worker_isolation,
-                           {"dataDir": {"type": "string"}, "nodeDataDirs": {"type": "array", "items": {"type": "string"}}})
+worker_isolation = _policy(
+    ResourceValidationPolicy,
+    "worker-isolation",
+    "Workers join only the internal network, publish no ports, are not privileged, mount no "
+    f"Docker socket or system directory, write only into the profile's data and run as "
+    f"{contract.WORKER_USER}.",
+    _worker_isolation,
+    {"dataDir": {"type": "string"}, "nodeDataDirs": {"type": "array", "items": {"type": "string"}}},
+)
 
 
 # --- 4: memory ceilings ----------------------------------------------------------------------------------
@@ -233,10 +280,14 @@ def _memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
         report(f"{_name(args)}: {problem}.")
 
 
-memory_ceilings = _policy(ResourceValidationPolicy, "memory-ceilings",
-                          f"Workers and routers have memory ceilings within the profile's and at most the contract's "
-                          f"({contract.WORKER_MEMORY_MAX_GIB} GiB and {contract.ROUTER_MEMORY_MAX_GIB} GiB).",
-                          _memory, {"workerMaxMb": {"type": "integer"}, "routerMaxMb": {"type": "integer"}})
+memory_ceilings = _policy(
+    ResourceValidationPolicy,
+    "memory-ceilings",
+    f"Workers and routers have memory ceilings within the profile's and at most the contract's "
+    f"({contract.WORKER_MEMORY_MAX_GIB} GiB and {contract.ROUTER_MEMORY_MAX_GIB} GiB).",
+    _memory,
+    {"workerMaxMb": {"type": "integer"}, "routerMaxMb": {"type": "integer"}},
+)
 
 
 # --- 5: credentials stay where they belong ----------------------------------------------------------------
@@ -253,29 +304,40 @@ def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
     for c in cs:
         r, env = role(c.props), env_map(c.props)
         if c.props.get("secrets") and r not in allowed:
-            report(f"service {c.name!r} ({r}) is given the swarm secret(s) {c.props['secrets']}; only the "
-                   "egress proxy holds the model credential.")
+            report(
+                f"service {c.name!r} ({r}) is given the swarm secret(s) {c.props['secrets']}; only the "
+                "egress proxy holds the model credential."
+            )
         for key, value in env.items():
             if key in contract.MODEL_CREDENTIAL_ENVS and r not in allowed:
-                report(f"container {c.name!r} ({r}) carries the model credential {key}; only the egress proxy may. "
-                       "Give it the local proxy credential instead.")
+                report(
+                    f"container {c.name!r} ({r}) carries the model credential {key}; only the egress proxy may. "
+                    "Give it the local proxy credential instead."
+                )
             elif r not in allowed and value in model_values:
-                report(f"container {c.name!r} carries the model credential's value in {key}; only the egress proxy may.")
+                report(
+                    f"container {c.name!r} carries the model credential's value in {key}; only the egress proxy may."
+                )
             elif r == "worker" and SECRETISH.search(key) and key != contract.PROXY_CREDENTIAL_ENV:
                 report(f"worker {c.name!r} has {key} in its environment; workers hold only the local proxy credential.")
             elif r == "worker" and value in secret_values and key != contract.PROXY_CREDENTIAL_ENV:
-                report(f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy credential.")
+                report(
+                    f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy credential."
+                )
     for r in args.resources:
         for label, value in label_map(r.props).items():
             if SECRETISH.search(str(label)) or any(s in str(value) for s in secret_values):
                 report(f"{_name(r)} carries a password or token in label {label!r}; labels are not secret, remove it.")
 
 
-credentials_contained = _policy(StackValidationPolicy, "credentials-contained",
-                                "Only the egress proxy holds the model credential; workers hold only the local proxy "
-                                "credential; no label carries a password or token.", _credentials,
-                                {"modelCredentialRoles": {"type": "array", "items": {"type": "string"},
-                                                          "default": ["egress-proxy"]}})
+credentials_contained = _policy(
+    StackValidationPolicy,
+    "credentials-contained",
+    "Only the egress proxy holds the model credential; workers hold only the local proxy "
+    "credential; no label carries a password or token.",
+    _credentials,
+    {"modelCredentialRoles": {"type": "array", "items": {"type": "string"}, "default": ["egress-proxy"]}},
+)
 
 
 # --- 6: published ports bind 127.0.0.1; a baseline publishes none ---------------------------------------
@@ -289,18 +351,26 @@ def _loopback_ports(args: ResourceValidationArgs, report: ReportViolation) -> No
     if v.resource_type == SERVICE:  # swarm cannot bind 127.0.0.1: host mode, on the node the service is pinned to
         for port in ports:
             if port.get("mode") != "host" or service_node(args.props) is None:
-                report(f"{_name(args)} publishes port {port.get('external')} in {port.get('mode')} mode; a swarm "
-                       "service publishes operator ports in host mode, pinned to the manager (never the routing mesh).")
+                report(
+                    f"{_name(args)} publishes port {port.get('external')} in {port.get('mode')} mode; a swarm "
+                    "service publishes operator ports in host mode, pinned to the manager (never the routing mesh)."
+                )
         return
     for port in ports:
         ip = port.get("ip", "0.0.0.0")
         if ip != "127.0.0.1":
-            report(f"{_name(args)} publishes port {port.get('external')} on {ip}; operator ports bind "
-                   "127.0.0.1 only (set ip='127.0.0.1').")
+            report(
+                f"{_name(args)} publishes port {port.get('external')} on {ip}; operator ports bind "
+                "127.0.0.1 only (set ip='127.0.0.1')."
+            )
 
 
-loopback_ports = _policy(ResourceValidationPolicy, "loopback-ports-only",
-                         "Published ports bind 127.0.0.1 only; a baseline publishes none.", _loopback_ports)
+loopback_ports = _policy(
+    ResourceValidationPolicy,
+    "loopback-ports-only",
+    "Published ports bind 127.0.0.1 only; a baseline publishes none.",
+    _loopback_ports,
+)
 
 
 # --- 7: images --------------------------------------------------------------------------------------------
@@ -310,9 +380,15 @@ def _images(args: ResourceValidationArgs, report: ReportViolation) -> None:
     name = str(args.props.get("name", ""))
     build = args.props.get("build")
     if not build:
-        if contract.CLEANROOM_TAG in name and "@sha256:" not in name and not args.get_config().get("allowUnpinnedCleanroom"):
-            report(f"{_name(args)} pulls {name} by tag; pin it by digest (cleanroom_digests) so every run uses the "
-                   "same cleanroom.")
+        if (
+            contract.CLEANROOM_TAG in name
+            and "@sha256:" not in name
+            and not args.get_config().get("allowUnpinnedCleanroom")
+        ):
+            report(
+                f"{_name(args)} pulls {name} by tag; pin it by digest (cleanroom_digests) so every run uses the "
+                "same cleanroom."
+            )
         return
     tags = [name, *(build.get("tags") or [])]
     for tag in tags:
@@ -325,9 +401,13 @@ def _images(args: ResourceValidationArgs, report: ReportViolation) -> None:
             report(f"{_name(args)} is an uncached build under the shared tag {shared[0]!r}; use a private tag.")
 
 
-image_pins = _policy(ResourceValidationPolicy, "image-pins",
-                     "Cleanroom images pinned by digest; no built image tagged latest; private tags for uncached builds.",
-                     _images, {"allowUnpinnedCleanroom": {"type": "boolean", "default": False}})
+image_pins = _policy(
+    ResourceValidationPolicy,
+    "image-pins",
+    "Cleanroom images pinned by digest; no built image tagged latest; private tags for uncached builds.",
+    _images,
+    {"allowUnpinnedCleanroom": {"type": "boolean", "default": False}},
+)
 
 
 # --- 8: team limits ------------------------------------------------------------------------------------------
@@ -343,21 +423,28 @@ def _team_limits(args: StackValidationArgs, report: ReportViolation) -> None:
     mm, mysql = holder["mm_max_users_per_team"], holder["mysql_max_connections"]
     flags = [a for a in (mysql.props.get("command") or [] if mysql else []) if str(a).startswith("--max-connections=")]
     problems = contract.team_limit_problems(
-        workers=max(workers.values(), default=0), routers=max(routers.values(), default=0),
+        workers=max(workers.values(), default=0),
+        routers=max(routers.values(), default=0),
         administrators=int(cfg.get("administrators", profile_default("administrators"))),
         mm_max_users=int(env_map(mm.props).get("MM_TEAMSETTINGS_MAXUSERSPERTEAM", contract.MM_DEFAULT_MAX_USERS))
-        if mm else contract.MM_DEFAULT_MAX_USERS,
+        if mm
+        else contract.MM_DEFAULT_MAX_USERS,
         mysql_max_connections=int(flags[-1].split("=", 1)[1]) if flags else contract.MYSQL_DEFAULT_MAX_CONNECTIONS,
-        platform_connections=int(cfg.get("platformConnections", profile_default("mysql_platform_connections"))))
+        platform_connections=int(cfg.get("platformConnections", profile_default("mysql_platform_connections"))),
+    )
     for key, problem in problems:
         if (where := holder[key]) is not None:
             report(f"container {where.name!r}: {problem}; raise {key}.")
 
 
-team_limits = _policy(StackValidationPolicy, "team-limits",
-                      "Mattermost users exceed workers plus administrators; MySQL connections cover "
-                      f"{contract.CONNECTIONS_PER_ROUTER} per router plus the platform.", _team_limits,
-                      {"administrators": {"type": "integer"}, "platformConnections": {"type": "integer"}})
+team_limits = _policy(
+    StackValidationPolicy,
+    "team-limits",
+    "Mattermost users exceed workers plus administrators; MySQL connections cover "
+    f"{contract.CONNECTIONS_PER_ROUTER} per router plus the platform.",
+    _team_limits,
+    {"administrators": {"type": "integer"}, "platformConnections": {"type": "integer"}},
+)
 
 
 # --- 9: model settings ----------------------------------------------------------------------------------------
@@ -369,19 +456,29 @@ def _model(args: ResourceValidationArgs, report: ReportViolation) -> None:
     models = cfg.get("allowedModels", [contract.PINNED_MODEL])
     efforts = cfg.get("allowedEfforts", [contract.PINNED_EFFORT])
     if "MODEL" in env and env["MODEL"] not in models:
-        report(f"{_name(args)} uses model {env['MODEL']!r}; the pinned model is {models}. Set model, or allow it "
-               "in the policy config (allowedModels).")
+        report(
+            f"{_name(args)} uses model {env['MODEL']!r}; the pinned model is {models}. Set model, or allow it "
+            "in the policy config (allowedModels)."
+        )
     if "REASONING_EFFORT" in env and env["REASONING_EFFORT"] not in efforts:
         report(f"{_name(args)} uses reasoning effort {env['REASONING_EFFORT']!r}; the pinned effort is {efforts}.")
     if "PBENCH_HOURS" in env and "PBENCH_DEADLINE_SECONDS" in env:
         if contract.deadline_s(float(env["PBENCH_HOURS"])) != int(env["PBENCH_DEADLINE_SECONDS"]):
-            report(f"{_name(args)}: hours {env['PBENCH_HOURS']} and deadline {env['PBENCH_DEADLINE_SECONDS']} s disagree.")
+            report(
+                f"{_name(args)}: hours {env['PBENCH_HOURS']} and deadline {env['PBENCH_DEADLINE_SECONDS']} s disagree."
+            )
 
 
-model_settings = _policy(ResourceValidationPolicy, "model-settings",
-                         "Model and effort match the pinned ones unless allowed; hours and deadline agree.", _model,
-                         {"allowedModels": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_MODEL]},
-                          "allowedEfforts": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_EFFORT]}})
+model_settings = _policy(
+    ResourceValidationPolicy,
+    "model-settings",
+    "Model and effort match the pinned ones unless allowed; hours and deadline agree.",
+    _model,
+    {
+        "allowedModels": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_MODEL]},
+        "allowedEfforts": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_EFFORT]},
+    },
+)
 
 
 # --- 10: labels --------------------------------------------------------------------------------------------------
@@ -391,15 +488,23 @@ def _labels(args: ResourceValidationArgs, report: ReportViolation) -> None:
     labels = label_map(args.props)
     missing = [k for k in (PROFILE_LABEL, contract.COMPOSE_PROJECT_LABEL) if not labels.get(k)]
     if missing:
-        report(f"{_name(args)} lacks the label(s) {', '.join(missing)}: the reboot guard and `destroy` "
-               "find a profile's objects by them. Build labels with Profile.labels().")
+        report(
+            f"{_name(args)} lacks the label(s) {', '.join(missing)}: the reboot guard and `destroy` "
+            "find a profile's objects by them. Build labels with Profile.labels()."
+        )
     elif not str(labels[contract.COMPOSE_PROJECT_LABEL]).startswith(f"{contract.PREFIX}-"):
-        report(f"{_name(args)} has Compose project {labels[contract.COMPOSE_PROJECT_LABEL]!r}; it must start with "
-               f"'{contract.PREFIX}-' so Agensh reboot guards recognise it.")
+        report(
+            f"{_name(args)} has Compose project {labels[contract.COMPOSE_PROJECT_LABEL]!r}; it must start with "
+            f"'{contract.PREFIX}-' so Agensh reboot guards recognise it."
+        )
 
 
-labels_present = _policy(ResourceValidationPolicy, "labels-present",
-                         "Every container, network and volume carries the profile and Compose-project labels.", _labels)
+labels_present = _policy(
+    ResourceValidationPolicy,
+    "labels-present",
+    "Every container, network and volume carries the profile and Compose-project labels.",
+    _labels,
+)
 
 
 # --- 11: the swarm plan fits its nodes --------------------------------------------------------------------------
@@ -408,7 +513,7 @@ def service_node(props: dict[str, Any]) -> str | None:
     prefix = contract.node_constraint("")
     for c in ((props.get("taskSpec") or {}).get("placement") or {}).get("constraints") or []:
         if str(c).replace(" ", "").startswith(prefix):
-            return str(c).replace(" ", "")[len(prefix):]
+            return str(c).replace(" ", "")[len(prefix) :]
     return None
 
 
@@ -426,8 +531,10 @@ def _swarm_placement(args: StackValidationArgs, report: ReportViolation) -> None
     cfg = args.get_config()
     nodes = cfg.get("nodes") or {}
     if not nodes:
-        report("the stack has swarm services but the policy config gives no node capacities (swarm-placement.nodes); "
-               "run `.venv/bin/python -m scripts.cli new-stack <stack>`, which writes them")
+        report(
+            "the stack has swarm services but the policy config gives no node capacities (swarm-placement.nodes); "
+            "run `.venv/bin/python -m scripts.cli new-stack <stack>`, which writes them"
+        )
         return
     cpus = {"worker": float(cfg.get("workerCpus", 0)), "router": float(cfg.get("routerCpus", 0))}
     platform = placement.Load(int(cfg.get("platformMemoryMb", 0)), float(cfg.get("platformCpus", 0)))
@@ -436,8 +543,10 @@ def _swarm_placement(args: StackValidationArgs, report: ReportViolation) -> None
     for r in services:
         node, r_role, task = service_node(r.props), role(r.props), label_map(r.props).get(TASK_LABEL)
         if node is None:
-            report(f"service {r.name!r} has no placement constraint {contract.node_constraint('<node>')}; the plan "
-                   "pins every service to a node.")
+            report(
+                f"service {r.name!r} has no placement constraint {contract.node_constraint('<node>')}; the plan "
+                "pins every service to a node."
+            )
             continue
         if node not in nodes:
             report(f"service {r.name!r} is pinned to node {node!r}, which the profile's swarm does not list.")
@@ -448,25 +557,47 @@ def _swarm_placement(args: StackValidationArgs, report: ReportViolation) -> None
         elif task is None:
             platform_on.add(node)
             if cfg.get("platformNode") and node != cfg["platformNode"]:
-                report(f"service {r.name!r} runs on {node!r}; the platform's node is {cfg['platformNode']!r} "
-                       "(its data stays there).")
+                report(
+                    f"service {r.name!r} runs on {node!r}; the platform's node is {cfg['platformNode']!r} "
+                    "(its data stays there)."
+                )
     for node in platform_on:  # the platform alone must fit too
         loads.setdefault((node, None), placement.Load())
     for (node, task), load in sorted(loads.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         n = nodes[node]
-        cap = placement.Capacity(int(n["memoryMb"]), float(n["cpus"]),
-                                 int(n["maxMembers"]) if n.get("maxMembers") is not None else None)
+        cap = placement.Capacity(
+            int(n["memoryMb"]), float(n["cpus"]), int(n["maxMembers"]) if n.get("maxMembers") is not None else None
+        )
         if problem := placement.fit_problem(node, cap, load + (platform if node in platform_on else placement.Load())):
             report(f"{problem}{f' (task {task})' if task else ''}; add nodes or lower the ceilings.")
 
 
-swarm_placement = _policy(StackValidationPolicy, "swarm-placement",
-                          "Swarm services are pinned to nodes of the profile and what runs on a node at once fits it.",
-                          _swarm_placement,
-                          {"nodes": {"type": "object"}, "platformNode": {"type": ["string", "null"]},
-                           "platformMemoryMb": {"type": "integer"}, "platformCpus": {"type": "number"},
-                           "workerCpus": {"type": "number"}, "routerCpus": {"type": "number"}})
+swarm_placement = _policy(
+    StackValidationPolicy,
+    "swarm-placement",
+    "Swarm services are pinned to nodes of the profile and what runs on a node at once fits it.",
+    _swarm_placement,
+    {
+        "nodes": {"type": "object"},
+        "platformNode": {"type": ["string", "null"]},
+        "platformMemoryMb": {"type": "integer"},
+        "platformCpus": {"type": "number"},
+        "workerCpus": {"type": "number"},
+        "routerCpus": {"type": "number"},
+    },
+)
 
 
-POLICIES = [subnet_capacity, subnets_disjoint, worker_isolation, memory_ceilings, credentials_contained,
-            loopback_ports, image_pins, team_limits, model_settings, labels_present, swarm_placement]
+POLICIES = [
+    subnet_capacity,
+    subnets_disjoint,
+    worker_isolation,
+    memory_ceilings,
+    credentials_contained,
+    loopback_ports,
+    image_pins,
+    team_limits,
+    model_settings,
+    labels_present,
+    swarm_placement,
+]

@@ -18,15 +18,15 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from model import contract
+from model import contract, steps
 from model.records import BaselineSeedResult, ShutdownResult
 from model.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
 from model.step_inputs import BaselineSeedInputs, BaselineStopInputs
-from model import steps
 from scripts.lib import activity
 from scripts.lib.gitops import sandbox_git
 from scripts.lib.step import StepFailed, iso, load_inputs, progress, run_step, wait_until, write_atomic
@@ -57,8 +57,13 @@ def seed(a: BaselineSeedInputs) -> BaselineSeedResult:
     started = time.time()
     write_atomic(rd.provenance, {**a.provenance, "seeded_at": iso(started)})
     status(rd, "running", deadline=iso(started + a.budget_s))
-    return BaselineSeedResult(workspace=str(ws), commit=str(git("rev-parse", "HEAD")), started_epoch=started,
-                              deadline_epoch=started + a.budget_s, deadline=iso(started + a.budget_s))
+    return BaselineSeedResult(
+        workspace=str(ws),
+        commit=str(git("rev-parse", "HEAD")),
+        started_epoch=started,
+        deadline_epoch=started + a.budget_s,
+        deadline=iso(started + a.budget_s),
+    )
 
 
 def stop(a: BaselineStopInputs) -> ShutdownResult:
@@ -90,9 +95,14 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
     part.replace(out)
     snapshots = str(git("log", "--oneline", "--grep", "^snapshot")).splitlines()
     status(rd, "exported", submission=str(out), copilot_version=session.copilot_version)
-    return ShutdownResult(archives={a.worker: archive}, archives_complete=archive == "ok", submission=str(out),
-                          commit=str(git("rev-parse", "HEAD")), snapshots=len(snapshots),
-                          sessions={a.worker: session})
+    return ShutdownResult(
+        archives={a.worker: archive},
+        archives_complete=archive == "ok",
+        submission=str(out),
+        commit=str(git("rev-parse", "HEAD")),
+        snapshots=len(snapshots),
+        sessions={a.worker: session},
+    )
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:

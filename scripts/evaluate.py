@@ -15,14 +15,13 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
-from model import contract
+from model import contract, steps
 from model.records import EvaluateResult
 from model.rundir import RunDir
 from model.step_inputs import EvaluateInputs
-from model import steps
 from scripts.lib.step import StepFailed, file_digest, load_inputs, progress, run_step
 
 SHIM = Path(__file__).resolve().parent / "host" / "pbench_docker_shim.sh"
@@ -43,11 +42,26 @@ def evaluate(a: EvaluateInputs) -> EvaluateResult:
     if eval_json.exists():
         shutil.copy2(eval_json, rd.eval_attempt(task, len(rd.earlier_evals(task)) + 1))
     cpus = docker_cpus(a.docker_cpus)
-    cmd = [str(PROGRAMBENCH), "eval", str(rd.path), "--filter", f"^{re.escape(task)}$", "--docker-cpus", str(cpus),
-           "--image-tag", contract.CLEANROOM_TAG]
-    env = dict(os.environ, PROGRAMBENCH_DOCKER_EXECUTABLE=str(SHIM), PROGRAMBENCH_DOCKER_ORG=a.docker_org,
-               PBENCH_EVAL_PYTEST_ADDOPTS=a.pytest_addopts, PBENCH_EVAL_MEMORY=f"{a.memory_gib}g",
-               PBENCH_EVAL_NETWORK="none", PBENCH_EVAL_LABEL=f"{contract.PROFILE_LABEL}={a.profile}")
+    cmd = [
+        str(PROGRAMBENCH),
+        "eval",
+        str(rd.path),
+        "--filter",
+        f"^{re.escape(task)}$",
+        "--docker-cpus",
+        str(cpus),
+        "--image-tag",
+        contract.CLEANROOM_TAG,
+    ]
+    env = dict(
+        os.environ,
+        PROGRAMBENCH_DOCKER_EXECUTABLE=str(SHIM),
+        PROGRAMBENCH_DOCKER_ORG=a.docker_org,
+        PBENCH_EVAL_PYTEST_ADDOPTS=a.pytest_addopts,
+        PBENCH_EVAL_MEMORY=f"{a.memory_gib}g",
+        PBENCH_EVAL_NETWORK="none",
+        PBENCH_EVAL_LABEL=f"{contract.PROFILE_LABEL}={a.profile}",
+    )
     if a.blob_dir:
         env["PROGRAMBENCH_BLOB_DIR"] = str(Path(a.blob_dir).expanduser())
     progress(f"evaluate: programbench eval on {cpus} CPUs (log: {rd.evaluate_log(task).name})")
@@ -57,16 +71,27 @@ def evaluate(a: EvaluateInputs) -> EvaluateResult:
     if not eval_json.exists():
         raise StepFailed(f"programbench eval wrote no {eval_json.name} (exit {rc}); see {rd.evaluate_log(task)}")
     data = json.loads(eval_json.read_text())
-    return EvaluateResult(eval_json=str(eval_json), exit_code=rc, error_code=data.get("error_code"),
-                          test_branch_errors=sorted(data.get("test_branch_errors") or {}), docker_cpus=cpus,
-                          seconds=round(time.monotonic() - started, 1))
+    return EvaluateResult(
+        eval_json=str(eval_json),
+        exit_code=rc,
+        error_code=data.get("error_code"),
+        test_branch_errors=sorted(data.get("test_branch_errors") or {}),
+        docker_cpus=cpus,
+        seconds=round(time.monotonic() - started, 1),
+    )
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
     a = load_inputs(EvaluateInputs, env)
     rd = RunDir(Path(a.run_dir))
-    return run_step(steps.EVALUATE, rd, a.task_id, a, lambda: evaluate(a),
-                    extra_digest={"submission": file_digest(rd.submission(a.task_id))})
+    return run_step(
+        steps.EVALUATE,
+        rd,
+        a.task_id,
+        a,
+        lambda: evaluate(a),
+        extra_digest={"submission": file_digest(rd.submission(a.task_id))},
+    )
 
 
 if __name__ == "__main__":

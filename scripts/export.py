@@ -15,17 +15,16 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import urlsplit
 
+from model import steps
 from model.records import ExportResult, KickoffResult
 from model.rundir import EXPORT_FAILED, RunDir
 from model.step_inputs import GiteaInputs
-from model import steps
 from scripts.lib.gitops import git, with_user
 from scripts.lib.step import StepFailed, iso, progress, step_main, wait_until, write_marker
-
 
 CONNECT_TIMEOUT_S = 10.0  # Gitea accepts in milliseconds; a host that is gone leaves a TCP connect hanging
 STALL_S = 60  # a connected Gitea that sends nothing for this long counts as unreachable
@@ -47,8 +46,20 @@ def clone_main(url: str, user: str, password: str, dest: str) -> None:
     down = unreachable(url)
     if down:
         raise RuntimeError(down)
-    git("-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={STALL_S}", "clone", "-q", "--branch", "main",
-        "--single-branch", with_user(url, user), dest, password=password)
+    git(
+        "-c",
+        "http.lowSpeedLimit=1",
+        "-c",
+        f"http.lowSpeedTime={STALL_S}",
+        "clone",
+        "-q",
+        "--branch",
+        "main",
+        "--single-branch",
+        with_user(url, user),
+        dest,
+        password=password,
+    )
 
 
 def export(a: GiteaInputs, password: str) -> ExportResult:
@@ -67,8 +78,9 @@ def export(a: GiteaInputs, password: str) -> ExportResult:
             write_marker(rd, a.task_id, EXPORT_FAILED, f"export: {err}")
             source = Path(a.gitea_repositories) / f"{a.repo}.git"
             if not source.is_dir():
-                raise StepFailed(f"export failed and no preserved repository at {source}: {err}",
-                                 marker=EXPORT_FAILED) from None
+                raise StepFailed(
+                    f"export failed and no preserved repository at {source}: {err}", marker=EXPORT_FAILED
+                ) from None
             progress("export: Gitea unreachable; recovering main from its preserved repository")
             recovered_from = str(source)
         head = git("rev-parse", "main", cwd=source)
@@ -80,13 +92,20 @@ def export(a: GiteaInputs, password: str) -> ExportResult:
     if "compile.sh" not in files:
         progress("export: warning: no compile.sh at the root; the evaluation will fail to compile")
     progress(f"export: main {head[:12]} ({len(files)} files) exported")
-    return ExportResult(submission=str(out), commit=head, files=len(files), exported_at=iso(time.time()),
-                        recovered_from=recovered_from)
+    return ExportResult(
+        submission=str(out), commit=head, files=len(files), exported_at=iso(time.time()), recovered_from=recovered_from
+    )
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
-    return step_main(steps.EXPORT, env, export, "AGENSH_GITEA_PASSWORD", EXPORT_FAILED,
-                     keep_marker=lambda r: EXPORT_FAILED if r.recovered_from else None)
+    return step_main(
+        steps.EXPORT,
+        env,
+        export,
+        "AGENSH_GITEA_PASSWORD",
+        EXPORT_FAILED,
+        keep_marker=lambda r: EXPORT_FAILED if r.recovered_from else None,
+    )
 
 
 if __name__ == "__main__":

@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from string import Template
-from typing import Mapping
 
+from model import steps
 from model.records import KickoffResult, WakeResult
 from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import KickoffInputs
-from model import steps
 from scripts.lib.activity import wait_for_sessions
 from scripts.lib.chat import post_to_team
 from scripts.lib.step import StepFailed, iso, step_main, wait_until
@@ -37,17 +37,27 @@ def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
     sessions = wait_for_sessions(a.workers, a.services, SESSION_WAIT_S)
     missing = sorted(agent for agent, version in sessions.items() if not version)
     if missing:
-        raise StepFailed(f"no Copilot CLI session reported by {', '.join(missing)} within {SESSION_WAIT_S} s "
-                         "(see `docker logs` of its worker)")
+        raise StepFailed(
+            f"no Copilot CLI session reported by {', '.join(missing)} within {SESSION_WAIT_S} s "
+            "(see `docker logs` of its worker)"
+        )
     wrong = {agent: v for agent, v in sessions.items() if v != a.copilot_version}
     if wrong:
-        raise StepFailed(f"sessions run another Copilot CLI than the profile's {a.copilot_version}: "
-                         + ", ".join(f"{agent} {v}" for agent, v in sorted(wrong.items())))
+        raise StepFailed(
+            f"sessions run another Copilot CLI than the profile's {a.copilot_version}: "
+            + ", ".join(f"{agent} {v}" for agent, v in sorted(wrong.items()))
+        )
     message = Template(Path(a.prompt).read_text()).safe_substitute(task_id=a.task_id, deadline=iso(deadline))
     post = post_to_team(a.mattermost_url, a.mattermost_user, password, message)
-    return KickoffResult(ramp_start=iso(start), ramp_start_epoch=start, kickoff_at=iso(time.time()),
-                         deadline=iso(deadline), deadline_epoch=deadline, post_id=post["id"],
-                         sessions={agent: str(v) for agent, v in sessions.items()})
+    return KickoffResult(
+        ramp_start=iso(start),
+        ramp_start_epoch=start,
+        kickoff_at=iso(time.time()),
+        deadline=iso(deadline),
+        deadline_epoch=deadline,
+        post_id=post["id"],
+        sessions={agent: str(v) for agent, v in sessions.items()},
+    )
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:

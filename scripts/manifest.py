@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from importlib.metadata import version
 from pathlib import Path
-from typing import Mapping
 
 from model import steps
-from model.records import (Launch, Manifest, ManifestFinish, ManifestStart, PreserveResult, ShutdownResult,
-                           read_index, read_record)
+from model.records import (
+    Launch,
+    Manifest,
+    ManifestFinish,
+    ManifestStart,
+    PreserveResult,
+    ShutdownResult,
+    read_index,
+    read_record,
+)
 from model.rundir import RunDir
 from model.step_inputs import ManifestInputs
 from scripts.lib.host import host_resources, revision
@@ -33,17 +41,30 @@ def start(a: ManifestInputs) -> ManifestStart:
     rd = RunDir(Path(a.run_dir))
     checkout = revision(Path(a.checkout))
     if checkout.dirty and not a.profile.get("allow_dirty"):
-        raise StepFailed(f"the Agensh checkout {checkout.path} has uncommitted changes; commit them, or set "
-                         "agensh:allow_dirty true to record the dirty state and go on", checkout=checkout.model_dump())
+        raise StepFailed(
+            f"the Agensh checkout {checkout.path} has uncommitted changes; commit them, or set "
+            "agensh:allow_dirty true to record the dirty state and go on",
+            checkout=checkout.model_dump(),
+        )
     existing = read_manifest(rd)
     written = existing.written if existing else now()  # a resumed run keeps when it was first recorded
     launch = Launch.model_validate_json(rd.launch_record.read_text()) if rd.launch_record.exists() else None
     manifest = Manifest(
-        written=written, state="running", profile=a.profile, profile_digest=a.profile_digest,
-        project=revision(Path(a.project_dir)), checkout=checkout, programbench_version=version("programbench"),
-        images=a.images, host=host_resources(), requested_task_ids=a.profile["tasks"], copy_dir=a.copy_dir,
-        scheduled_start=a.start_at, actual_start=launch.started if launch else written,
-        launched_by=launch.unit if launch else None)
+        written=written,
+        state="running",
+        profile=a.profile,
+        profile_digest=a.profile_digest,
+        project=revision(Path(a.project_dir)),
+        checkout=checkout,
+        programbench_version=version("programbench"),
+        images=a.images,
+        host=host_resources(),
+        requested_task_ids=a.profile["tasks"],
+        copy_dir=a.copy_dir,
+        scheduled_start=a.start_at,
+        actual_start=launch.started if launch else written,
+        launched_by=launch.unit if launch else None,
+    )
     write_atomic(rd.manifest, manifest)
     return ManifestStart(manifest=manifest)
 
@@ -62,12 +83,20 @@ def finish(a: ManifestInputs) -> ManifestFinish:
     copies = {t: steps.result_of(rd, steps.PRESERVE_TASK, t, PreserveResult) for t in requested}
     shutdowns = [r for t in requested if (r := steps.result_of(rd, steps.SHUTDOWN, t, ShutdownResult))]
     versions = {w: s.copilot_version for r in shutdowns for w, s in r.sessions.items() if s.copilot_version}
-    manifest = manifest.model_copy(update={
-        "preserved": {t: bool(c and c.verified) for t, c in copies.items()},
-        "state": "finished", "finished": now(), "completed": len(scores), "failed": len(failed),
-        "failed_task_ids": failed, "scores": scores, "copilot_versions": versions,
-        "headline_requested": aggregate(scores, len(requested)).as_dict() if scores else None,
-        "headline_benchmark": aggregate(scores, len(benchmark_instances())).as_dict() if scores else None})
+    manifest = manifest.model_copy(
+        update={
+            "preserved": {t: bool(c and c.verified) for t, c in copies.items()},
+            "state": "finished",
+            "finished": now(),
+            "completed": len(scores),
+            "failed": len(failed),
+            "failed_task_ids": failed,
+            "scores": scores,
+            "copilot_versions": versions,
+            "headline_requested": aggregate(scores, len(requested)).as_dict() if scores else None,
+            "headline_benchmark": aggregate(scores, len(benchmark_instances())).as_dict() if scores else None,
+        }
+    )
     write_atomic(rd.manifest, manifest)
     return ManifestFinish(completed=len(scores), failed=len(failed), scores=scores, copilot_versions=versions)
 
@@ -79,7 +108,9 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     if mode == steps.MANIFEST_START.args:
         return run_step(steps.MANIFEST_START, rd, None, a, lambda: start(a))
     # finishing again after more results must rewrite the counts
-    return run_step(steps.MANIFEST_FINISH, rd, None, a, lambda: finish(a), extra_digest={"index": file_digest(rd.index)})
+    return run_step(
+        steps.MANIFEST_FINISH, rd, None, a, lambda: finish(a), extra_digest={"index": file_digest(rd.index)}
+    )
 
 
 if __name__ == "__main__":

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
+from model import steps
 from model.records import Event, KickoffResult, Nudge, NudgesResult, WakeResult
 from model.rundir import RunDir
 from model.step_inputs import NudgesInputs
-from model import steps
 from scripts.lib.activity import last_logged
 from scripts.lib.chat import post_to_team
 from scripts.lib.step import StepFailed, progress, step_main
@@ -41,9 +41,13 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
             if active is None or now - active < a.idle_nudge_s or nudged.get(worker) == active:
                 continue
             idle = now - active
-            post_to_team(a.mattermost_url, a.mattermost_user, password,
-                         f"@{agent}: no activity from you for {idle / 60:.0f} min. Pick up a claim on the board, "
-                         "review a pull request or report what blocks you.")
+            post_to_team(
+                a.mattermost_url,
+                a.mattermost_user,
+                password,
+                f"@{agent}: no activity from you for {idle / 60:.0f} min. Pick up a claim on the board, "
+                "review a pull request or report what blocks you.",
+            )
             nudged[worker] = active
             made.append(Nudge(worker=worker, agent=agent, at_epoch=now, idle_s=round(idle)))
             progress(f"nudges: worker {k} idle {idle:.0f} s, nudged")

@@ -19,17 +19,16 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from model import contract
+from model import contract, steps
 from model.records import Check, PreflightResult
 from model.rundir import RunDir
 from model.step_inputs import PreflightHostInputs, PreflightModelInputs
-from model import steps
 from scripts.lib.http import HTTPFailure, request
 from scripts.lib.step import StepFailed, load_inputs, progress, run_step
-
 
 NO_MODEL_LIST = (404, 405, 501)  # the gateway (or the proxy) has no /v1/models
 
@@ -71,28 +70,64 @@ def check_workers(a: PreflightHostInputs) -> str:
     for image in a.worker_images:
         out = sh("docker", "run", "--rm", "--network", "none", "--entrypoint", "pbench-selfcheck", image)
         if "board=True" not in out.stdout or "copilot=yes" not in out.stdout:
-            raise AssertionError(f"{image}: entrypoint not baked (pbench-selfcheck said {out.stdout.strip() or out.stderr.strip()!r})")
-        says = sh("docker", "run", "--rm", "--network", "none", "-e", "COPILOT_AUTO_UPDATE=false", "-e",
-                  "COPILOT_OFFLINE=true", "--entrypoint", "copilot", image, "--version")
+            raise AssertionError(
+                f"{image}: entrypoint not baked (pbench-selfcheck said {out.stdout.strip() or out.stderr.strip()!r})"
+            )
+        says = sh(
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-e",
+            "COPILOT_AUTO_UPDATE=false",
+            "-e",
+            "COPILOT_OFFLINE=true",
+            "--entrypoint",
+            "copilot",
+            image,
+            "--version",
+        )
         found = contract.COPILOT_VERSION_OUT.search(says.stdout)
         if found is None or found.group(1) != a.copilot_version:
-            raise AssertionError(f"{image}: its Copilot CLI says {(says.stdout or says.stderr).strip()[:120]!r}; the "
-                                 f"profile pins copilot_version {a.copilot_version}")
-        ref = sh("docker", "run", "--rm", "--network", "none", "--user", "0", "--entrypoint", "stat", image,
-                 "-c", "%U %a", contract.REFERENCE_BINARY)
+            raise AssertionError(
+                f"{image}: its Copilot CLI says {(says.stdout or says.stderr).strip()[:120]!r}; the "
+                f"profile pins copilot_version {a.copilot_version}"
+            )
+        ref = sh(
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--user",
+            "0",
+            "--entrypoint",
+            "stat",
+            image,
+            "-c",
+            "%U %a",
+            contract.REFERENCE_BINARY,
+        )
         if ref.stdout.strip() != contract.REFERENCE_OWNER_MODE:
-            raise AssertionError(f"{image}: {contract.REFERENCE_BINARY} must be root-owned mode 0111, is {ref.stdout.strip()!r}")
-    return (f"{len(a.worker_images)} worker images: board=True copilot=yes, Copilot CLI {a.copilot_version}, "
-            "reference 0111")
+            raise AssertionError(
+                f"{image}: {contract.REFERENCE_BINARY} must be root-owned mode 0111, is {ref.stdout.strip()!r}"
+            )
+    return (
+        f"{len(a.worker_images)} worker images: board=True copilot=yes, Copilot CLI {a.copilot_version}, reference 0111"
+    )
 
 
 def check_fresh_images(a: PreflightHostInputs) -> str:
     want = a.checkout_revision
     for image in a.revisioned_images:
-        got = sh("docker", "image", "inspect", "-f", f'{{{{index .Config.Labels "{contract.REVISION_LABEL}"}}}}',
-                 image).stdout.strip()
+        got = sh(
+            "docker", "image", "inspect", "-f", f'{{{{index .Config.Labels "{contract.REVISION_LABEL}"}}}}', image
+        ).stdout.strip()
         if want and got != want:
-            raise AssertionError(f"{image} is stale: built from checkout revision {got or 'unknown'}, the checkout is at {want}")
+            raise AssertionError(
+                f"{image} is stale: built from checkout revision {got or 'unknown'}, the checkout is at {want}"
+            )
     return f"router and board images built from {want or 'an unversioned checkout'}"
 
 
@@ -101,7 +136,9 @@ def check_state(a: PreflightHostInputs) -> str:
     ours = ("receipts", RunDir(run).launch_record.name)  # what the launch itself wrote before this check
     leftovers = [p.name for p in run.iterdir() if p.name not in ours] if run.exists() else []
     if leftovers:
-        raise AssertionError(f"{run} already holds output ({', '.join(sorted(leftovers)[:5])}); preserve it and start a new run id")
+        raise AssertionError(
+            f"{run} already holds output ({', '.join(sorted(leftovers)[:5])}); preserve it and start a new run id"
+        )
     left = sh("docker", "ps", "-aq", "--filter", contract.profile_filter(a.profile)).stdout.split()
     if left:
         raise AssertionError(f"{len(left)} containers of profile {a.profile} exist; run `make down` or destroy first")
@@ -174,13 +211,17 @@ def check_model_list(a: PreflightModelInputs, token: str) -> str:
     except HTTPFailure as err:
         raise AssertionError(f"the model list through the egress proxy failed: {err}") from None
     except ValueError:  # a 2xx answer that is not JSON
-        raise CheckWarning(f"GET /v1/models did not answer JSON: the gateway offers no model list; {a.model} was not "
-                           "checked against one") from None
+        raise CheckWarning(
+            f"GET /v1/models did not answer JSON: the gateway offers no model list; {a.model} was not "
+            "checked against one"
+        ) from None
     ids = None if status in NO_MODEL_LIST else listed_models(body)
     if ids is None:
-        raise CheckWarning(f"the gateway offers no model list (GET /v1/models: HTTP {status}"
-                           f"{'' if status in NO_MODEL_LIST else ', not a list of models'}); {a.model} was not checked "
-                           "against one")
+        raise CheckWarning(
+            f"the gateway offers no model list (GET /v1/models: HTTP {status}"
+            f"{'' if status in NO_MODEL_LIST else ', not a list of models'}); {a.model} was not checked "
+            "against one"
+        )
     if a.model not in ids:
         close = difflib.get_close_matches(a.model, ids, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
@@ -188,7 +229,8 @@ def check_model_list(a: PreflightModelInputs, token: str) -> str:
         raise AssertionError(
             f"model {a.model} is not offered by the gateway, which lists: {shown or 'no model'}. "
             f"Set agensh:model to one of them{hint} (`.venv/bin/python -m scripts.cli new-stack <stack> --set model=<id>`) and run "
-            "`pulumi up` again")
+            "`pulumi up` again"
+        )
     return f"{a.model} is one of the {len(ids)} models the gateway lists"
 
 
@@ -202,8 +244,14 @@ def check_model(a: PreflightModelInputs, token: str) -> str:
 
 
 HOST_CHECKS: dict[str, Callable[[PreflightHostInputs], str]] = {
-    "docker": check_docker, "host-units": check_host_units, "images": check_images, "workers": check_workers,
-    "fresh-images": check_fresh_images, "state": check_state, "subnets": check_subnets, "ports": check_ports,
+    "docker": check_docker,
+    "host-units": check_host_units,
+    "images": check_images,
+    "workers": check_workers,
+    "fresh-images": check_fresh_images,
+    "state": check_state,
+    "subnets": check_subnets,
+    "ports": check_ports,
     "limits": check_limits,
 }
 
@@ -222,8 +270,10 @@ def run_checks(checks: dict[str, Callable[[], str]]) -> PreflightResult:
             failed.append(f"{name}: {err}")
             progress(f"preflight: {name} failed: {str(err)[:400]}")  # every failure and its fix on the console
     if failed:
-        raise StepFailed(f"{len(failed)} preflight check(s) failed:\n  " + "\n  ".join(failed),
-                         checks={k: v.model_dump() for k, v in results.items()})
+        raise StepFailed(
+            f"{len(failed)} preflight check(s) failed:\n  " + "\n  ".join(failed),
+            checks={k: v.model_dump() for k, v in results.items()},
+        )
     return PreflightResult(checks=results)
 
 
@@ -235,8 +285,13 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
         return run_step(steps.PREFLIGHT_HOST, RunDir(Path(a.run_dir)), None, a, body)
     m = load_inputs(PreflightModelInputs, env)
     token = env.get("AGENSH_PROXY_TOKEN", "")
-    return run_step(steps.PREFLIGHT_MODEL, RunDir(Path(m.run_dir)), None, m, lambda: run_checks(
-        {"model-list": lambda: check_model_list(m, token), "model": lambda: check_model(m, token)}))
+    return run_step(
+        steps.PREFLIGHT_MODEL,
+        RunDir(Path(m.run_dir)),
+        None,
+        m,
+        lambda: run_checks({"model-list": lambda: check_model_list(m, token), "model": lambda: check_model(m, token)}),
+    )
 
 
 if __name__ == "__main__":

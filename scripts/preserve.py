@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
-from model.records import PreserveResult
 from model import steps
+from model.records import PreserveResult
 from model.rundir import CopyDir, ProfileDir, RunDir
 from model.step_inputs import PreserveInputs
 from scripts.lib.copies import mirror
@@ -34,8 +34,10 @@ def preserve(a: PreserveInputs) -> PreserveResult:
     t = mirror(rd, archives, copy, a.task_id)
     if t.problems:
         raise StepFailed(f"copy of {what} not verified: {'; '.join(t.problems[:5])}", problems=t.problems)
-    progress(f"preserve: {t.files} files ({t.bytes / 2**20:.1f} MiB) copied and verified"
-             + (f"; {len(t.skipped)} links or special files skipped" if t.skipped else ""))
+    progress(
+        f"preserve: {t.files} files ({t.bytes / 2**20:.1f} MiB) copied and verified"
+        + (f"; {len(t.skipped)} links or special files skipped" if t.skipped else "")
+    )
     return PreserveResult(copy_dir=str(copy.path), files=t.files, bytes=t.bytes, verified=True, skipped=t.skipped)
 
 

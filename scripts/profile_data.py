@@ -13,14 +13,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
-from model import contract
+from model import contract, steps
 from model.records import ShutdownResult
 from model.rundir import CopyDir, ProfileDir
 from model.step_inputs import ProfileDataInputs
-from model import steps
 from scripts.lib import copies  # copies.problems() is the one verification
 from scripts.lib.step import load_inputs, now
 
@@ -54,15 +53,19 @@ def refusal(a: ProfileDataInputs, env: Mapping[str, str]) -> str | None:
     if not pd.path.exists():
         return None
     if not pd.created_marker.is_file():
-        return (f"refusing to delete {pd.path}: agensh did not create it (no {pd.created_marker.name}); remove it by "
-                "hand if it is yours")
+        return (
+            f"refusing to delete {pd.path}: agensh did not create it (no {pd.created_marker.name}); remove it by "
+            "hand if it is yours"
+        )
     blocking = incomplete_archives(pd) + unsaved(pd, a.traj_root)
     if not blocking or env.get(FORCE) == "1":
         return None
     shown = "\n  ".join(blocking[:10]) + (f"\n  ... and {len(blocking) - 10} more" if len(blocking) > 10 else "")
-    return (f"refusing to delete {pd.path}; nothing was deleted:\n  {shown}\nInspect it; copy and verify every run "
-            f"with `.venv/bin/python -m scripts.preserve save {pd.path} {a.traj_root}`, or destroy with {FORCE}=1 to "
-            "delete it anyway.")
+    return (
+        f"refusing to delete {pd.path}; nothing was deleted:\n  {shown}\nInspect it; copy and verify every run "
+        f"with `.venv/bin/python -m scripts.preserve save {pd.path} {a.traj_root}`, or destroy with {FORCE}=1 to "
+        "delete it anyway."
+    )
 
 
 def delete(a: ProfileDataInputs, env: Mapping[str, str]) -> int:
@@ -75,7 +78,9 @@ def delete(a: ProfileDataInputs, env: Mapping[str, str]) -> int:
         return 0
     shutil.rmtree(pd.path)
     # Images replaced by rebuilds during the stack's life are left untagged; they still carry the profile label.
-    subprocess.run(["docker", "image", "prune", "-f", "--filter", contract.profile_filter(a.profile)], capture_output=True)
+    subprocess.run(
+        ["docker", "image", "prune", "-f", "--filter", contract.profile_filter(a.profile)], capture_output=True
+    )
     print(f'{{"removed": "{pd.path}"}}')
     return 0
 
@@ -86,8 +91,10 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     pd = ProfileDir(Path(a.profile_dir))
     if mode == steps.PROFILE_DATA.args:
         if pd.path.is_dir() and any(pd.path.iterdir()) and not pd.created_marker.exists():
-            print(f"profile_data: {pd.path} exists and agensh did not create it; choose another data_root or profile",
-                  file=sys.stderr)
+            print(
+                f"profile_data: {pd.path} exists and agensh did not create it; choose another data_root or profile",
+                file=sys.stderr,
+            )
             return 1
         pd.path.mkdir(parents=True, exist_ok=True)
         if not pd.created_marker.exists():

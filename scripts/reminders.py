@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
+from model import steps
 from model.records import KickoffResult, RemindersResult
 from model.rundir import RunDir
 from model.step_inputs import RemindersInputs
-from model import steps
 from scripts.lib.chat import post_to_team
 from scripts.lib.step import StepFailed, iso, step_main, wait_until
 
@@ -33,9 +33,12 @@ def reminders(a: RemindersInputs, password: str) -> RemindersResult:
             skipped.append(minutes)
             continue
         wait_until(at, f"reminder ({minutes} min left)")
-        post_to_team(a.mattermost_url, a.mattermost_user, password,
-                     f"Reminder: {minutes} minutes left for {a.task_id} (deadline {iso(deadline)}). "
-                     "Commit and merge your work.")
+        post_to_team(
+            a.mattermost_url,
+            a.mattermost_user,
+            password,
+            f"Reminder: {minutes} minutes left for {a.task_id} (deadline {iso(deadline)}). Commit and merge your work.",
+        )
         posted.append(minutes)
     return RemindersResult(posted=posted, skipped=skipped, deadline=iso(deadline))
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from model import steps
 from model.records import ReportResult
@@ -30,15 +30,24 @@ def step(env: Mapping[str, str]) -> int:
         progress(f"report: {page.name} written")
         return ReportResult(page=str(page))
 
-    return run_step(steps.REPORT, rd, None, a, body, extra_digest={"index": file_digest(rd.index),
-                                                               "manifest": file_digest(rd.manifest)})
+    return run_step(
+        steps.REPORT,
+        rd,
+        None,
+        a,
+        body,
+        extra_digest={"index": file_digest(rd.index), "manifest": file_digest(rd.manifest)},
+    )
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if args != [steps.REPORT.args]:
-        print(f"report: the step takes `{steps.REPORT.args}`; a report of run directories is "
-              "`.venv/bin/python -m scripts.cli report RUN_DIR...`", file=sys.stderr)
+        print(
+            f"report: the step takes `{steps.REPORT.args}`; a report of run directories is "
+            "`.venv/bin/python -m scripts.cli report RUN_DIR...`",
+            file=sys.stderr,
+        )
         return 2
     return step(env)
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
+from model import steps
 from model.records import IndexRow, Score
 from model.rundir import RunDir
 from model.step_inputs import ScoreInputs
-from model import steps
 from scripts.lib.scoring import assess
 from scripts.lib.step import append_result, file_digest, load_inputs, now, run_step, write_atomic
 
@@ -23,16 +23,30 @@ from scripts.lib.step import append_result, file_digest, load_inputs, now, run_s
 def score(rd: RunDir, task_id: str) -> Score:
     result = assess(rd, task_id)
     write_atomic(rd.score(task_id), result)
-    append_result(rd, IndexRow(at=now(), task_id=task_id, status="scored" if result.complete else "incomplete",
-                               score=result.score, problems=result.problems))
+    append_result(
+        rd,
+        IndexRow(
+            at=now(),
+            task_id=task_id,
+            status="scored" if result.complete else "incomplete",
+            score=result.score,
+            problems=result.problems,
+        ),
+    )
     return result
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
     a = load_inputs(ScoreInputs, env)
     rd = RunDir(Path(a.run_dir))
-    return run_step(steps.SCORE, rd, a.task_id, a, lambda: score(rd, a.task_id),
-                    extra_digest={"eval": file_digest(rd.eval_json(a.task_id))})
+    return run_step(
+        steps.SCORE,
+        rd,
+        a.task_id,
+        a,
+        lambda: score(rd, a.task_id),
+        extra_digest={"eval": file_digest(rd.eval_json(a.task_id))},
+    )
 
 
 if __name__ == "__main__":

@@ -11,14 +11,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
-from model import contract
+from model import contract, steps
 from model.records import BranchProtection, SeedResult
 from model.rundir import RUN_FAILED
 from model.step_inputs import SeedInputs
-from model import steps
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
 from scripts.lib.step import StepFailed, progress, step_main
@@ -65,13 +64,22 @@ def seed(a: SeedInputs, password: str) -> SeedResult:
     auth = (user, password)
     progress(f"seed: creating {org}/{repo}")
     request("POST", f"{gitea}/api/v1/orgs", {"username": org}, auth=auth, ok=(409, 422))
-    request("POST", f"{gitea}/api/v1/orgs/{org}/repos", {"name": repo, "default_branch": "main", "auto_init": False},
-            auth=auth, ok=(409,))
+    request(
+        "POST",
+        f"{gitea}/api/v1/orgs/{org}/repos",
+        {"name": repo, "default_branch": "main", "auto_init": False},
+        auth=auth,
+        ok=(409,),
+    )
     remote = with_user(f"{gitea}/{org}/{repo}.git", user)
     heads = git("ls-remote", remote, "refs/heads/main", password=password)
     if heads:
-        return SeedResult(repo=f"{org}/{repo}", commit=heads.split()[0], seeded="already",
-                          main_protection=main_protection(gitea, repo, auth))
+        return SeedResult(
+            repo=f"{org}/{repo}",
+            commit=heads.split()[0],
+            seeded="already",
+            main_protection=main_protection(gitea, repo, auth),
+        )
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         files = workspace_from_image(a.cleanroom_image, ws)
@@ -81,8 +89,13 @@ def seed(a: SeedInputs, password: str) -> SeedResult:
         git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace", cwd=ws)
         git("push", "-q", remote, "main", cwd=ws, password=password)
         commit = git("rev-parse", "HEAD", cwd=ws)
-    return SeedResult(repo=f"{org}/{repo}", commit=commit, seeded="now", files=files,
-                      main_protection=main_protection(gitea, repo, auth))
+    return SeedResult(
+        repo=f"{org}/{repo}",
+        commit=commit,
+        seeded="now",
+        files=files,
+        main_protection=main_protection(gitea, repo, auth),
+    )
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:

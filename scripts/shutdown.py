@@ -13,13 +13,14 @@ import os
 import subprocess
 import sys
 import tarfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
+from model import steps
 from model.records import ShutdownResult
 from model.rundir import RunDir
 from model.step_inputs import ShutdownInputs
-from model import steps
 from scripts.lib import activity
 from scripts.lib.step import load_inputs, progress, run_step
 from scripts.swarm_nodes import collect
@@ -32,8 +33,9 @@ def stop(names: list[str], grace_s: int, services: bool = False) -> None:
     """`docker stop -t grace`; on a swarm the services are scaled to 0 (their stop period is the grace) and this
     waits until their tasks have stopped."""
     if names and services:
-        subprocess.run(["docker", "service", "scale", "--detach=false", *(f"{n}=0" for n in names)],
-                       capture_output=True, text=True)
+        subprocess.run(
+            ["docker", "service", "scale", "--detach=false", *(f"{n}=0" for n in names)], capture_output=True, text=True
+        )
     elif names:
         subprocess.run(["docker", "stop", "-t", str(grace_s), *names], capture_output=True, text=True)
 
@@ -67,8 +69,10 @@ def shutdown(a: ShutdownInputs) -> ShutdownResult:
         sessions[name] = activity.session(events)
     stop(a.routers, ROUTER_GRACE_S, a.services)
     bad = {n: s for n, s in archives.items() if s != "ok"}
-    progress(f"shutdown: {len(archives) - len(bad)} of {len(archives)} archives verified"
-             + (f"; {len(bad)} missing or corrupt (see the receipt)" if bad else ""))
+    progress(
+        f"shutdown: {len(archives) - len(bad)} of {len(archives)} archives verified"
+        + (f"; {len(bad)} missing or corrupt (see the receipt)" if bad else "")
+    )
     return ShutdownResult(archives=archives, archives_complete=not bad, sessions=sessions)
 
 

@@ -18,8 +18,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from model import contract, steps
 from model.step_inputs import NodeArchive, NodeDirs, SwarmNodesInputs
@@ -29,12 +29,32 @@ HELPER_MOUNT = "/node"
 CONTAINERS_GONE_S = 120  # swarm removes a removed service's task containers on each node in its own time
 
 
-def helper(docker_host: str, image: str, mount: str, script: str, read_only: bool = False,
-           **kw) -> subprocess.CompletedProcess[bytes]:
+def helper(
+    docker_host: str, image: str, mount: str, script: str, read_only: bool = False, **kw
+) -> subprocess.CompletedProcess[bytes]:
     """`sh -c script` as root in a throwaway container on the node, with `mount` (a node path) at /node."""
-    return subprocess.run(["docker", "-H", docker_host, "run", "--rm", "--network", "none", "--user", "0",
-                           "--entrypoint", "sh", "-v", f"{mount}:{HELPER_MOUNT}{':ro' if read_only else ''}",
-                           image, "-c", script], capture_output=True, **kw)
+    return subprocess.run(
+        [
+            "docker",
+            "-H",
+            docker_host,
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--user",
+            "0",
+            "--entrypoint",
+            "sh",
+            "-v",
+            f"{mount}:{HELPER_MOUNT}{':ro' if read_only else ''}",
+            image,
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        **kw,
+    )
 
 
 def create(node: NodeDirs) -> None:
@@ -61,8 +81,12 @@ def delete(node: NodeDirs, profile: str, published: list[str]) -> None:
     while docker(node, "ps", "-aq", "--filter", contract.profile_filter(profile)) and time.monotonic() < deadline:
         time.sleep(2)
     if not node.manager:
-        helper(node.docker_host, node.image, str(Path(node.profile_dir).parent),
-               f"rm -rf '{HELPER_MOUNT}/{Path(node.profile_dir).name}'")
+        helper(
+            node.docker_host,
+            node.image,
+            str(Path(node.profile_dir).parent),
+            f"rm -rf '{HELPER_MOUNT}/{Path(node.profile_dir).name}'",
+        )
     repos = {contract.image_repository(name) for name in published}
     names = []  # the registry names: by name where tagged (other names of the image stay), else (pulled by digest) by id
     for line in docker(node, "images", "--format", "{{.ID}}={{.Repository}}:{{.Tag}}"):
@@ -71,8 +95,9 @@ def delete(node: NodeDirs, profile: str, published: list[str]) -> None:
             names.append(image_id if ref.endswith(":<none>") else ref)
     ids = docker(node, "images", "-q", "--filter", contract.profile_filter(profile))
     if names or ids:
-        subprocess.run(["docker", "-H", node.docker_host, "rmi", "-f", *sorted(set(names)), *sorted(set(ids))],
-                       capture_output=True)
+        subprocess.run(
+            ["docker", "-H", node.docker_host, "rmi", "-f", *sorted(set(names)), *sorted(set(ids))], capture_output=True
+        )
     progress(f"swarm_nodes: {node.node}: the profile's directory and images removed")
 
 

@@ -15,21 +15,24 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
+from model import steps
 from model.records import LATE_S, Event, Ramp, Wake, WakeResult, read_record
 from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import WakeInputs
-from model import steps
 from scripts.lib.step import StepFailed, load_inputs, progress, run_step, write_atomic
 
 
 def running(name: str, service: bool) -> bool:
     """Started already: the container runs, or the service was scaled to its task."""
     if service:
-        out = subprocess.run(["docker", "service", "inspect", "-f", "{{.Spec.Mode.Replicated.Replicas}}", name],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            ["docker", "service", "inspect", "-f", "{{.Spec.Mode.Replicated.Replicas}}", name],
+            capture_output=True,
+            text=True,
+        )
         return out.stdout.strip() == "1"
     out = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", name], capture_output=True, text=True)
     return out.stdout.strip() == "true"
@@ -53,8 +56,9 @@ def wake(a: WakeInputs) -> WakeResult:
         due = start + offset
         if name in state.woken or running(name, a.services):
             at = state.woken.get(name, time.time())
-            wakes.append(Wake(worker=name, due_epoch=due, at_epoch=at, late_s=round(max(0.0, at - due), 1),
-                              already_awake=True))
+            wakes.append(
+                Wake(worker=name, due_epoch=due, at_epoch=at, late_s=round(max(0.0, at - due), 1), already_awake=True)
+            )
             continue
         if (left := due - time.time()) > 0:
             time.sleep(left)
@@ -67,8 +71,10 @@ def wake(a: WakeInputs) -> WakeResult:
         late = max(0.0, at - due)
         progress(f"wake: worker {k} of {n} awake" + (f", late {late:.0f} s" if late > LATE_S else ""))
         wakes.append(Wake(worker=name, due_epoch=due, at_epoch=at, late_s=round(late, 1)))
-    events = [Event(kind="wake", at=w.at_epoch, label=f"worker {k}", late_s=w.late_s if w.late_s > LATE_S else None)
-              for k, w in enumerate(wakes, 1)]
+    events = [
+        Event(kind="wake", at=w.at_epoch, label=f"worker {k}", late_s=w.late_s if w.late_s > LATE_S else None)
+        for k, w in enumerate(wakes, 1)
+    ]
     return WakeResult(ramp_start_epoch=start, wakes=wakes, events=events)
 
 

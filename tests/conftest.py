@@ -30,8 +30,7 @@ def require(ok: bool, what: str) -> None:
 
 @pytest.fixture(scope="session")
 def docker_engine() -> None:
-    ok = shutil.which("docker") is not None and subprocess.run(
-        ["docker", "info"], capture_output=True).returncode == 0
+    ok = shutil.which("docker") is not None and subprocess.run(["docker", "info"], capture_output=True).returncode == 0
     require(ok, "a running Docker engine")
 
 
@@ -56,6 +55,8 @@ def pulumi_cli() -> str:
 def pulumi_engine(pulumi_cli: str, docker_engine: None) -> str:
     """The pulumi CLI with both resource plugins installed, and a Docker engine."""
     listed = subprocess.run([pulumi_cli, "plugin", "ls"], capture_output=True, text=True).stdout
-    ok = all(any(line.split()[:2] == [name, "resource"] for line in listed.splitlines()) for name in ("docker", "command"))
+    ok = all(
+        any(line.split()[:2] == [name, "resource"] for line in listed.splitlines()) for name in ("docker", "command")
+    )
     require(ok, "the docker and command resource plugins")
     return pulumi_cli

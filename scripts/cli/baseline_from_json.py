@@ -26,13 +26,21 @@ from scripts.cli import new_stack
 def settings(doc: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
     """Profile settings from the JSON document, and the model env file it names."""
     if contract.deadline_s(float(doc["hours"])) != int(doc["deadline_seconds"]):
-        raise ValueError(f"hours {doc['hours']} and deadline_seconds {doc['deadline_seconds']} disagree "
-                         f"({contract.deadline_s(float(doc['hours']))} s expected)")
+        raise ValueError(
+            f"hours {doc['hours']} and deadline_seconds {doc['deadline_seconds']} disagree "
+            f"({contract.deadline_s(float(doc['hours']))} s expected)"
+        )
     out: dict[str, Any] = {
-        "kind": "baseline", "workers": 1, "tasks": [doc["task"]], "model": doc.get("model", contract.PINNED_MODEL),
-        "reasoning_effort": doc.get("reasoning_effort", contract.PINNED_EFFORT), "hours": doc["hours"],
-        "deadline_seconds": doc["deadline_seconds"], "snapshot_seconds": doc.get("snapshot_seconds", 1200),
-        "skip_eval": bool(doc.get("skip_eval", False)), "eval_pytest_addopts": doc.get("pytest_addopts", ""),
+        "kind": "baseline",
+        "workers": 1,
+        "tasks": [doc["task"]],
+        "model": doc.get("model", contract.PINNED_MODEL),
+        "reasoning_effort": doc.get("reasoning_effort", contract.PINNED_EFFORT),
+        "hours": doc["hours"],
+        "deadline_seconds": doc["deadline_seconds"],
+        "snapshot_seconds": doc.get("snapshot_seconds", 1200),
+        "skip_eval": bool(doc.get("skip_eval", False)),
+        "eval_pytest_addopts": doc.get("pytest_addopts", ""),
     }
     if doc.get("subnet_default"):
         out["internal_subnet"] = doc["subnet_default"]
@@ -54,7 +62,9 @@ def settings(doc: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) < 2:
-        print("usage: python -m scripts.cli baseline-from-json BASELINE_JSON STACK [new-stack options]", file=sys.stderr)
+        print(
+            "usage: python -m scripts.cli baseline-from-json BASELINE_JSON STACK [new-stack options]", file=sys.stderr
+        )
         return 2
     doc = json.loads(Path(args[0]).read_text())
     try:

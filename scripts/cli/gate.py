@@ -28,10 +28,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from programbench.submission import aggregate, score_instance
 
@@ -125,8 +126,10 @@ def resolve(arg: str, role: str) -> RunSource:
         raise BadInput(f"{role} {rd.manifest}: not a run manifest ({err})") from err
     if manifest is None:
         if not any(rd.eval_json(d.name).is_file() for d in path.iterdir() if d.is_dir()):
-            raise BadInput(f"{role} {arg}: neither a run directory (no run_manifest.json) nor a published layout "
-                           "(no <task>/<task>.eval.json)")
+            raise BadInput(
+                f"{role} {arg}: neither a run directory (no run_manifest.json) nor a published layout "
+                "(no <task>/<task>.eval.json)"
+            )
         return RunSource(rd.path)
     if not manifest.requested_task_ids:
         raise BadInput(f"{role} {rd.manifest}: requests no task")
@@ -144,12 +147,22 @@ def compare(pairs: list[GatePair], side: Literal["reference", "baseline"], again
         raise BadInput(f"{side} {against}: has none of the candidate runs' tasks")
     mine = aggregate({p.task_id: p.candidate for p in shared}, len(shared)).mean_score
     other = aggregate({p.task_id: getattr(p, side) for p in shared}, len(shared)).mean_score
-    return Comparison(against=str(against), task_ids=[p.task_id for p in shared], candidate_mean=mine,
-                      other_mean=other, passed=mine >= other)
+    return Comparison(
+        against=str(against),
+        task_ids=[p.task_id for p in shared],
+        candidate_mean=mine,
+        other_mean=other,
+        passed=mine >= other,
+    )
 
 
-def gate(candidates: list[RunSource], reference: RunSource, baseline: RunSource | None,
-         host_now: Host, max_load_per_cpu: float = DEFAULT_MAX_LOAD_PER_CPU) -> GateResult:
+def gate(
+    candidates: list[RunSource],
+    reference: RunSource,
+    baseline: RunSource | None,
+    host_now: Host,
+    max_load_per_cpu: float = DEFAULT_MAX_LOAD_PER_CPU,
+) -> GateResult:
     """The gate's typed result (nothing is written); `host_now` is a `host_resources()` reading of this host."""
     for c in candidates:
         if c.manifest is None:
@@ -166,56 +179,105 @@ def gate(candidates: list[RunSource], reference: RunSource, baseline: RunSource 
         ref = reference.score(t)
         base = baseline.score(t) if baseline else None
         notes = [f"candidate {n}" for n in cand.notes]
-        notes += [f"reference {n}" for n in ref.notes] if ref else \
-            ["not in the reference: unpaired, left out of both means"]
+        notes += (
+            [f"reference {n}" for n in ref.notes] if ref else ["not in the reference: unpaired, left out of both means"]
+        )
         if baseline:
             notes += [f"baseline {n}" for n in base.notes] if base else ["not in the second baseline"]
-        pairs.append(GatePair(task_id=t, candidate=cand.counted, candidate_raw=cand.raw,
-                          reference=ref.counted if ref else None, baseline=base.counted if base else None,
-                          delta=cand.counted - ref.counted if ref else None, notes=notes))
+        pairs.append(
+            GatePair(
+                task_id=t,
+                candidate=cand.counted,
+                candidate_raw=cand.raw,
+                reference=ref.counted if ref else None,
+                baseline=base.counted if base else None,
+                delta=cand.counted - ref.counted if ref else None,
+                notes=notes,
+            )
+        )
     comparisons = [compare(pairs, "reference", reference.path)]
     if baseline:
         comparisons.append(compare(pairs, "baseline", baseline.path))
-    readings = [r for r in [reading("gate host now", host_now)] + [
-        reading(f"{RunDir(c.path).manifest} (run start)", c.manifest.host) for c in candidates if c.manifest] if r]
-    load = LoadCheck(max_load_per_cpu=max_load_per_cpu, readings=readings,
-                     overloaded=any(r.per_cpu_5min > max_load_per_cpu for r in readings))
-    reasons = [f"candidate mean {c.candidate_mean:.4f} {'>=' if c.passed else '<'} {c.other_mean:.4f} of {c.against} "
-               f"on {len(c.task_ids)} tasks" for c in comparisons]
-    reasons += [f"candidate run {c.path} is not finished (state {c.manifest.state}): its unscored tasks count 0"
-                for c in candidates if c.manifest and c.manifest.state != "finished"]
+    readings = [
+        r
+        for r in [reading("gate host now", host_now)]
+        + [reading(f"{RunDir(c.path).manifest} (run start)", c.manifest.host) for c in candidates if c.manifest]
+        if r
+    ]
+    load = LoadCheck(
+        max_load_per_cpu=max_load_per_cpu,
+        readings=readings,
+        overloaded=any(r.per_cpu_5min > max_load_per_cpu for r in readings),
+    )
+    reasons = [
+        f"candidate mean {c.candidate_mean:.4f} {'>=' if c.passed else '<'} {c.other_mean:.4f} of {c.against} "
+        f"on {len(c.task_ids)} tasks"
+        for c in comparisons
+    ]
+    reasons += [
+        f"candidate run {c.path} is not finished (state {c.manifest.state}): its unscored tasks count 0"
+        for c in candidates
+        if c.manifest and c.manifest.state != "finished"
+    ]
     verdict: Literal["PASS", "FAIL", "PAUSED"] = "PASS"
     if not all(c.passed for c in comparisons):
         verdict = "PAUSED" if load.overloaded else "FAIL"
     if verdict == "PAUSED":
-        reasons.append(f"host overloaded (5-minute load per CPU above {max_load_per_cpu}): re-run the gate when "
-                       "contention clears")
-    return GateResult(verdict=verdict, reasons=reasons, written=now(), candidates=[str(c.path) for c in candidates],
-                      reference=str(reference.path), second_baseline=str(baseline.path) if baseline else None,
-                      task_ids=task_ids, pairs=pairs, versus_reference=comparisons[0],
-                      versus_baseline=comparisons[1] if baseline else None, load=load,
-                      programbench_version=version("programbench"))
+        reasons.append(
+            f"host overloaded (5-minute load per CPU above {max_load_per_cpu}): re-run the gate when contention clears"
+        )
+    return GateResult(
+        verdict=verdict,
+        reasons=reasons,
+        written=now(),
+        candidates=[str(c.path) for c in candidates],
+        reference=str(reference.path),
+        second_baseline=str(baseline.path) if baseline else None,
+        task_ids=task_ids,
+        pairs=pairs,
+        versus_reference=comparisons[0],
+        versus_baseline=comparisons[1] if baseline else None,
+        load=load,
+        programbench_version=version("programbench"),
+    )
 
 
 def render(result: GateResult) -> str:
     """The paired table, the means, the load readings and the verdict, for a person."""
+
     def num(v: float | None, sign: str = "") -> str:
         return "-" if v is None else f"{v:{sign}.4f}"
+
     with_base = result.versus_baseline is not None
     head = ["task", "candidate", "reference", *(["baseline"] if with_base else []), "delta", "note"]
-    rows = [[p.task_id, num(p.candidate), num(p.reference), *([num(p.baseline)] if with_base else []),
-             num(p.delta, "+"), "; ".join(p.notes)] for p in result.pairs]
-    rows = [[*r[:-1], r[-1] if len(r[-1]) <= NOTE_WIDTH else r[-1][:NOTE_WIDTH - 1] + "…"] for r in rows]
+    rows = [
+        [
+            p.task_id,
+            num(p.candidate),
+            num(p.reference),
+            *([num(p.baseline)] if with_base else []),
+            num(p.delta, "+"),
+            "; ".join(p.notes),
+        ]
+        for p in result.pairs
+    ]
+    rows = [[*r[:-1], r[-1] if len(r[-1]) <= NOTE_WIDTH else r[-1][: NOTE_WIDTH - 1] + "…"] for r in rows]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in [head, *rows]]
     comparisons = [("reference", result.versus_reference), ("second baseline", result.versus_baseline)]
     for name, c in comparisons:
         if c:
-            lines.append(f"{name}: {len(c.task_ids)} of {len(result.task_ids)} tasks, candidate mean "
-                         f"{c.candidate_mean:.4f} {'>=' if c.passed else '<'} {c.other_mean:.4f} ({c.against})")
-    lines.append(f"host load (5-minute average per CPU, limit {result.load.max_load_per_cpu}): " + "; ".join(
-        f"{r.source} {r.per_cpu_5min} ({'/'.join(f'{x:.2f}' for x in r.load)} on {r.cpus} CPUs)"
-        for r in result.load.readings))
+            lines.append(
+                f"{name}: {len(c.task_ids)} of {len(result.task_ids)} tasks, candidate mean "
+                f"{c.candidate_mean:.4f} {'>=' if c.passed else '<'} {c.other_mean:.4f} ({c.against})"
+            )
+    lines.append(
+        f"host load (5-minute average per CPU, limit {result.load.max_load_per_cpu}): "
+        + "; ".join(
+            f"{r.source} {r.per_cpu_5min} ({'/'.join(f'{x:.2f}' for x in r.load)} on {r.cpus} CPUs)"
+            for r in result.load.readings
+        )
+    )
     lines.append(f"verdict: {result.verdict}" + "".join(f"\n  {r}" for r in result.reasons))
     return "\n".join(lines)
 
@@ -231,19 +293,32 @@ def record(rd: RunDir, result: GateResult) -> None:
     if manifest.copy_dir:
         t = copies.refresh(rd, CopyDir(Path(manifest.copy_dir)), [rd.gate, rd.manifest])
         if t.problems:
-            print(f"gate: the run's copy in {manifest.copy_dir} is not verified: {'; '.join(t.problems[:3])}",
-                  file=sys.stderr)
+            print(
+                f"gate: the run's copy in {manifest.copy_dir} is not verified: {'; '.join(t.problems[:3])}",
+                file=sys.stderr,
+            )
 
 
 def main(argv: list[str] | None = None, host: Callable[[], Host] = host_resources) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.cli gate", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="candidate run directories of this project")
-    parser.add_argument("--reference", required=True, metavar="DIR",
-                        help="published layout (<task>/<task>.eval.json) or a run directory")
-    parser.add_argument("--second-baseline", metavar="DIR",
-                        help="another reference the candidate must not be worse than on the tasks both have")
-    parser.add_argument("--max-load-per-cpu", type=float, default=DEFAULT_MAX_LOAD_PER_CPU,
-                        help="5-minute load average per CPU above which a failing gate is PAUSED (default %(default)s)")
+    parser.add_argument(
+        "--reference",
+        required=True,
+        metavar="DIR",
+        help="published layout (<task>/<task>.eval.json) or a run directory",
+    )
+    parser.add_argument(
+        "--second-baseline",
+        metavar="DIR",
+        help="another reference the candidate must not be worse than on the tasks both have",
+    )
+    parser.add_argument(
+        "--max-load-per-cpu",
+        type=float,
+        default=DEFAULT_MAX_LOAD_PER_CPU,
+        help="5-minute load average per CPU above which a failing gate is PAUSED (default %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     try:

@@ -17,7 +17,7 @@ import secrets
 import stat
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ TOKEN_KEY = "llm_upstream_token"
 
 def new_run_id() -> str:
     """`date -u +%Y%m%dt%H%M%Sz`."""
-    return datetime.now(timezone.utc).strftime("%Y%m%dt%H%M%Sz")
+    return datetime.now(UTC).strftime("%Y%m%dt%H%M%Sz")
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -89,8 +89,11 @@ def pulumi(*args: str, stdin: str | None = None, check: bool = True) -> subproce
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scripts.cli new-stack", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m scripts.cli new-stack",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("name", help="stack name; also the profile suffix unless --set profile=... says otherwise")
     ap.add_argument("--kind", choices=["team", "baseline"])
     ap.add_argument("--workers", type=int)
@@ -102,12 +105,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new-run", action="store_true", help="start a new run id (a fresh launch)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other profile setting")
     ap.add_argument("--env-file", default=str(UPSTREAM_ENV), help="gateway env file ('none' to ignore it)")
-    ap.add_argument("--from", dest="source", metavar="PROFILE_FILE",
-                    help="take the settings from this file's `config:` (e.g. stacks/demo.profile.yaml)")
+    ap.add_argument(
+        "--from",
+        dest="source",
+        metavar="PROFILE_FILE",
+        help="take the settings from this file's `config:` (e.g. stacks/demo.profile.yaml)",
+    )
     args = ap.parse_args(argv)
     if not contract.PROFILE_RE.fullmatch(args.name):
-        print(f"new-stack: stack name {args.name!r}: use lowercase letters, digits and hyphens, starting with a letter "
-              "or digit", file=sys.stderr)
+        print(
+            f"new-stack: stack name {args.name!r}: use lowercase letters, digits and hyphens, starting with a letter "
+            "or digit",
+            file=sys.stderr,
+        )
         return 2
 
     path = stack_file(args.name)
@@ -118,15 +128,22 @@ def main(argv: list[str] | None = None) -> int:
     plain = plain_settings(config)
     if args.source:
         source = (yaml.safe_load(Path(args.source).read_text()) or {}).get("config") or {}
-        plain.update({k[len(prefix):]: v for k, v in source.items() if k.startswith(prefix)})
+        plain.update({k[len(prefix) :]: v for k, v in source.items() if k.startswith(prefix)})
 
     gw = gateway(None if args.env_file == "none" else Path(args.env_file).expanduser())
     for env_key, key in GATEWAY_KEYS.items():
         if gw.get(env_key):
             plain[key] = gw[env_key]
     plain.setdefault("profile", args.name)
-    for flag, key in (("kind", "kind"), ("workers", "workers"), ("tasks", "tasks"), ("hours", "hours"),
-                      ("port_base", "port_base"), ("subnet_octet", "subnet_octet"), ("checkout", "agensh_checkout")):
+    for flag, key in (
+        ("kind", "kind"),
+        ("workers", "workers"),
+        ("tasks", "tasks"),
+        ("hours", "hours"),
+        ("port_base", "port_base"),
+        ("subnet_octet", "subnet_octet"),
+        ("checkout", "agensh_checkout"),
+    ):
         if getattr(args, flag) is not None:
             plain[key] = getattr(args, flag)
     plain.update(parse_set(args.set))
@@ -134,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         plain["run_id"] = new_run_id()
     bad = sorted(k for k in plain if k in contract.SECRET_KEYS)
     if bad:
-        print(f"new-stack: {', '.join(bad)} must be secret; it is read from the environment or generated", file=sys.stderr)
+        print(
+            f"new-stack: {', '.join(bad)} must be secret; it is read from the environment or generated", file=sys.stderr
+        )
         return 2
 
     try:
@@ -150,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     has_token = f"{prefix}{TOKEN_KEY}" in config
     if not has_token and not gw.get(contract.MODEL_CREDENTIAL_ENV):
-        print(f"new-stack: no gateway token: export {contract.MODEL_CREDENTIAL_ENV} or put it in ~/.pbench-upstream.env "
-              "(mode 600)",
-              file=sys.stderr)
+        print(
+            f"new-stack: no gateway token: export {contract.MODEL_CREDENTIAL_ENV} or put it in ~/.pbench-upstream.env "
+            "(mode 600)",
+            file=sys.stderr,
+        )
         return 2
 
     # Everything is valid: write the plain settings, then the secrets through pulumi (encrypted).
@@ -175,8 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     token = gw.get(contract.MODEL_CREDENTIAL_ENV)
     current = pulumi("config", "get", "-s", args.name, f"{prefix}{TOKEN_KEY}", check=False) if has_token else None
     if current is not None and current.returncode != 0:
-        print(f"new-stack: cannot read the stack's secrets ({current.stderr.strip()}); this stack file was encrypted "
-              "with another passphrase (PULUMI_CONFIG_PASSPHRASE / PULUMI_CONFIG_PASSPHRASE_FILE)", file=sys.stderr)
+        print(
+            f"new-stack: cannot read the stack's secrets ({current.stderr.strip()}); this stack file was encrypted "
+            "with another passphrase (PULUMI_CONFIG_PASSPHRASE / PULUMI_CONFIG_PASSPHRASE_FILE)",
+            file=sys.stderr,
+        )
         return 2
     if token and (current is None or current.stdout.strip() != token):
         pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{TOKEN_KEY}", stdin=token)

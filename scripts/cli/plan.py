@@ -41,9 +41,13 @@ def what_if(raw: dict[str, Any], workers: int | None, memory_gib: float | None, 
         needed = contract.mm_users_needed(workers, admins)
         raw["mm_max_users_per_team"] = max(int(raw.get("mm_max_users_per_team", 0)), needed + 1)  # must exceed it
     if (memory_gib or cpus) and raw.get("swarm"):
-        raw["swarm"] = dict(raw["swarm"], nodes=[dict(n, **({"memory_gib": memory_gib} if memory_gib else {}),
-                                                      **({"cpus": cpus} if cpus else {}))
-                                                 for n in raw["swarm"]["nodes"]])
+        raw["swarm"] = dict(
+            raw["swarm"],
+            nodes=[
+                dict(n, **({"memory_gib": memory_gib} if memory_gib else {}), **({"cpus": cpus} if cpus else {}))
+                for n in raw["swarm"]["nodes"]
+            ],
+        )
     return raw
 
 
@@ -59,17 +63,22 @@ def report(p: Profile, made: placement.Plan, containers: bool) -> str:
     assert s is not None
     pair = placement.pair_load(p, s)
     agents_gib = p.workers * contract.MEASURED_AGENT_MB / contract.GIB_MB
-    lines = [f"profile {p.profile}: {p.workers} workers x {len(p.tasks)} task(s); a pair (worker {p.worker_memory_gib} GiB "
-             f"+ router {p.router_memory_gib} GiB ceilings) counts {pair.memory_mb} MB and {pair.cpus:g} CPUs; "
-             f"slice {p.slice_memory_percent}%, overcommit x{s.memory_overcommit:g}",
-             f"a real agent measured {contract.MEASURED_AGENT_MB} MB working "
-             f"(Copilot CLI {contract.OFFLINE_ACP_COPILOT_VERSION}): {agents_gib:.1f} GiB of agents per task before "
-             "the model's own work; the ceilings bound what it may grow to",
-             f"hosts needed: {hosts_line(p)}",
-             "", f"{'node':<10} {'role':<8} {'memory':>9} {'cpus':>6} {'limit':>6} {'pairs':>6}  platform  workers"]
+    lines = [
+        f"profile {p.profile}: {p.workers} workers x {len(p.tasks)} task(s); a pair (worker {p.worker_memory_gib} GiB "
+        f"+ router {p.router_memory_gib} GiB ceilings) counts {pair.memory_mb} MB and {pair.cpus:g} CPUs; "
+        f"slice {p.slice_memory_percent}%, overcommit x{s.memory_overcommit:g}",
+        f"a real agent measured {contract.MEASURED_AGENT_MB} MB working "
+        f"(Copilot CLI {contract.OFFLINE_ACP_COPILOT_VERSION}): {agents_gib:.1f} GiB of agents per task before "
+        "the model's own work; the ceilings bound what it may grow to",
+        f"hosts needed: {hosts_line(p)}",
+        "",
+        f"{'node':<10} {'role':<8} {'memory':>9} {'cpus':>6} {'limit':>6} {'pairs':>6}  platform  workers",
+    ]
     for n in made.nodes:
-        lines.append(f"{n.node.name:<10} {n.node.role:<8} {n.capacity.memory_mb:>7}MB {n.capacity.cpus:>6g} {n.limit:>6} "
-                     f"{len(n.members):>6}  {'yes' if n.platform else '-':<8}  {_ranges(n.members) or '-'}")
+        lines.append(
+            f"{n.node.name:<10} {n.node.role:<8} {n.capacity.memory_mb:>7}MB {n.capacity.cpus:>6g} {n.limit:>6} "
+            f"{len(n.members):>6}  {'yes' if n.platform else '-':<8}  {_ranges(n.members) or '-'}"
+        )
     if made.unplaced:
         lines.append(f"DOES NOT FIT: workers {_ranges(made.unplaced)} have no node; add hosts or raise the limits")
     if containers:

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from model import contract
@@ -45,8 +45,15 @@ UNITS_SCRIPT = ROOT / "scripts" / "host" / "schedule_units.sh"
 LAUNCH_SCRIPT = ROOT / "scripts" / "scheduled_launch.sh"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What scripts/env.sh settles for this shell, handed to the service explicitly (DOCKER_HOST only when set).
-CARRIED = ("AGENSH_HOME", "AGENSH_CACHE", "AGENSH_TOOLCHAIN", "PULUMI_HOME", "PULUMI_BACKEND_URL",
-           "PULUMI_CONFIG_PASSPHRASE_FILE", "DOCKER_HOST")
+CARRIED = (
+    "AGENSH_HOME",
+    "AGENSH_CACHE",
+    "AGENSH_TOOLCHAIN",
+    "PULUMI_HOME",
+    "PULUMI_BACKEND_URL",
+    "PULUMI_CONFIG_PASSPHRASE_FILE",
+    "DOCKER_HOST",
+)
 STOP_GRACE_S = 720  # pulumi gets SIGINT and up to 12 minutes to finish what is in flight
 HEREDOC_END = "AGENSH_SCHEDULE_UNIT_END"
 PLAIN_VALUE = re.compile(r"[A-Za-z0-9_@+=:,./~-]*")  # what a unit file takes unquoted (checked, never escaped)
@@ -72,24 +79,40 @@ def load_profile(stack: str) -> Profile:
 def start_time(stack: str, p: Profile, now: datetime) -> datetime:
     t = p.start_time
     if t is None:
-        raise Refused(f"stack {stack} has no agensh:start_at; set it (UTC), e.g. "
-                      f"`.venv/bin/python -m scripts.cli new-stack {stack} --set start_at=2026-12-02T06:00:00Z`")
+        raise Refused(
+            f"stack {stack} has no agensh:start_at; set it (UTC), e.g. "
+            f"`.venv/bin/python -m scripts.cli new-stack {stack} --set start_at=2026-12-02T06:00:00Z`"
+        )
     if t <= now:
-        raise Refused(f"agensh:start_at {p.start_at} is in the past (now {now:%Y-%m-%dT%H:%M:%SZ}); choose a later time")
+        raise Refused(
+            f"agensh:start_at {p.start_at} is in the past (now {now:%Y-%m-%dT%H:%M:%SZ}); choose a later time"
+        )
     return t
 
 
 def launch_environment() -> dict[str, str]:
     """The settings scripts/env.sh gives this shell, as the service must have them; refuses a secret value."""
     shown = subprocess.run(
-        ["bash", "-c", '. scripts/env.sh && for k in "$@"; do printf "%s=%s\\0" "$k" "${!k:-}"; done', "env",
-         "PULUMI_CONFIG_PASSPHRASE", *CARRIED], cwd=ROOT, capture_output=True, text=True)
+        [
+            "bash",
+            "-c",
+            '. scripts/env.sh && for k in "$@"; do printf "%s=%s\\0" "$k" "${!k:-}"; done',
+            "env",
+            "PULUMI_CONFIG_PASSPHRASE",
+            *CARRIED,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if shown.returncode:
         raise Refused(f"scripts/env.sh failed: {shown.stderr.strip()}")
     values = dict(item.split("=", 1) for item in shown.stdout.split("\0") if item)
     if values.pop("PULUMI_CONFIG_PASSPHRASE") and not values["PULUMI_CONFIG_PASSPHRASE_FILE"]:
-        raise Refused("the stack passphrase is set as a value (PULUMI_CONFIG_PASSPHRASE), which the unit file would "
-                      "hold; put it in a file (chmod 600) and export PULUMI_CONFIG_PASSPHRASE_FILE=<that file>")
+        raise Refused(
+            "the stack passphrase is set as a value (PULUMI_CONFIG_PASSPHRASE), which the unit file would "
+            "hold; put it in a file (chmod 600) and export PULUMI_CONFIG_PASSPHRASE_FILE=<that file>"
+        )
     if urllib.parse.urlsplit(values["PULUMI_BACKEND_URL"]).password:
         raise Refused("PULUMI_BACKEND_URL carries a password, which the unit file would hold")
     return {"PATH": PATH, "LANG": "C.UTF-8", **{k: v for k, v in values.items() if v}}
@@ -97,8 +120,13 @@ def launch_environment() -> dict[str, str]:
 
 def service_environment(stack: str, p: Profile, at: datetime, base: dict[str, str]) -> dict[str, str]:
     """Everything the launch service is given: the carried settings and what scheduled_launch.sh needs."""
-    env = {**base, "AGENSH_STACK": stack, "AGENSH_START_AT": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "AGENSH_LAUNCH_RECORD": str(RunDir.of(p).launch_record), "AGENSH_LAUNCH_UNIT": f"{unit_name(stack)}.service"}
+    env = {
+        **base,
+        "AGENSH_STACK": stack,
+        "AGENSH_START_AT": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "AGENSH_LAUNCH_RECORD": str(RunDir.of(p).launch_record),
+        "AGENSH_LAUNCH_UNIT": f"{unit_name(stack)}.service",
+    }
     for key, value in [*env.items(), ("checkout", str(ROOT))]:
         if not PLAIN_VALUE.fullmatch(value):
             raise Refused(f"{key}={value!r}: a unit file takes paths of letters, digits and ./_-+@:,~ only here")
@@ -108,38 +136,52 @@ def service_environment(stack: str, p: Profile, at: datetime, base: dict[str, st
 def render(stack: str, p: Profile, at: datetime, user: str, env: dict[str, str]) -> tuple[str, str]:
     """The service and timer unit files."""
     unit = unit_name(stack)
-    header = (f"# Scheduled launch of stack {stack} (run {p.run_id}), written by scripts/cli/schedule.py.\n"
-              f"# Remove with: .venv/bin/python -m scripts.cli schedule remove {stack}\n")
-    service = header + "\n".join([
-        "[Unit]",
-        f"Description=agensh: launch stack {stack} (scheduled for {env['AGENSH_START_AT']})",
-        "Wants=docker.service",
-        "After=docker.service pbench-reboot-guard.service",
-        "",
-        "[Service]",
-        "Type=exec",
-        f"User={user}",
-        f"WorkingDirectory={ROOT}",
-        *(f"Environment={k}={v}" for k, v in sorted(env.items())),
-        f"ExecStart=/bin/bash {LAUNCH_SCRIPT}",
-        "Restart=no",
-        "KillMode=mixed",
-        "KillSignal=SIGINT",
-        f"TimeoutStopSec={STOP_GRACE_S}",
-    ]) + "\n"
-    timer = header + "\n".join([
-        "[Unit]",
-        f"Description=agensh: start stack {stack} at {env['AGENSH_START_AT']}",
-        "",
-        "[Timer]",
-        f"OnCalendar={at:%Y-%m-%d %H:%M:%S} UTC",
-        "Persistent=false",
-        "AccuracySec=1s",
-        f"Unit={unit}.service",
-        "",
-        "[Install]",
-        "WantedBy=timers.target",
-    ]) + "\n"
+    header = (
+        f"# Scheduled launch of stack {stack} (run {p.run_id}), written by scripts/cli/schedule.py.\n"
+        f"# Remove with: .venv/bin/python -m scripts.cli schedule remove {stack}\n"
+    )
+    service = (
+        header
+        + "\n".join(
+            [
+                "[Unit]",
+                f"Description=agensh: launch stack {stack} (scheduled for {env['AGENSH_START_AT']})",
+                "Wants=docker.service",
+                "After=docker.service pbench-reboot-guard.service",
+                "",
+                "[Service]",
+                "Type=exec",
+                f"User={user}",
+                f"WorkingDirectory={ROOT}",
+                *(f"Environment={k}={v}" for k, v in sorted(env.items())),
+                f"ExecStart=/bin/bash {LAUNCH_SCRIPT}",
+                "Restart=no",
+                "KillMode=mixed",
+                "KillSignal=SIGINT",
+                f"TimeoutStopSec={STOP_GRACE_S}",
+            ]
+        )
+        + "\n"
+    )
+    timer = (
+        header
+        + "\n".join(
+            [
+                "[Unit]",
+                f"Description=agensh: start stack {stack} at {env['AGENSH_START_AT']}",
+                "",
+                "[Timer]",
+                f"OnCalendar={at:%Y-%m-%d %H:%M:%S} UTC",
+                "Persistent=false",
+                "AccuracySec=1s",
+                f"Unit={unit}.service",
+                "",
+                "[Install]",
+                "WantedBy=timers.target",
+            ]
+        )
+        + "\n"
+    )
     return service, timer
 
 
@@ -163,11 +205,24 @@ def on_target(p: Profile, action: str, stdin: str) -> subprocess.CompletedProces
         host = p.ssh_host if p.ssh_port == 22 else f"[{p.ssh_host}]:{p.ssh_port}"
         known.write(f"{host} {p.ssh_host_key}\n")
         known.flush()
-        cmd = ["ssh", "-p", str(p.ssh_port), "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
-               "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known.name}",
-               "-o", "GlobalKnownHostsFile=/dev/null",
-               *(["-i", str(Path(p.ssh_key_path).expanduser())] if p.ssh_key_path else []),
-               f"{p.ssh_user}@{p.ssh_host}", "sh -s " + action]
+        cmd = [
+            "ssh",
+            "-p",
+            str(p.ssh_port),
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={known.name}",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            *(["-i", str(Path(p.ssh_key_path).expanduser())] if p.ssh_key_path else []),
+            f"{p.ssh_user}@{p.ssh_host}",
+            "sh -s " + action,
+        ]
         return subprocess.run(cmd, input=stdin, capture_output=True, text=True)
 
 
@@ -178,17 +233,32 @@ def target_user(p: Profile) -> str:
 def install(stack: str, now: datetime) -> dict[str, str]:
     p = load_profile(stack)
     if p.host_units == "off":
-        raise Refused(f"stack {stack} has host_units off: a scheduled launch needs pbench.slice and the reboot guard "
-                      "(host_units local or remote)")
+        raise Refused(
+            f"stack {stack} has host_units off: a scheduled launch needs pbench.slice and the reboot guard "
+            "(host_units local or remote)"
+        )
     at = start_time(stack, p, now)
     env = service_environment(stack, p, at, launch_environment())
     service, timer = render(stack, p, at, target_user(p), env)
-    out = on_target(p, "install", script({"UNIT": unit_name(stack), "SERVICE": service, "TIMER": timer,
-                                          "PASSPHRASE_FILE": env["PULUMI_CONFIG_PASSPHRASE_FILE"]}))
+    out = on_target(
+        p,
+        "install",
+        script(
+            {
+                "UNIT": unit_name(stack),
+                "SERVICE": service,
+                "TIMER": timer,
+                "PASSPHRASE_FILE": env["PULUMI_CONFIG_PASSPHRASE_FILE"],
+            }
+        ),
+    )
     if out.returncode:
         raise Refused(out.stderr.strip() or f"install failed on the target host (exit {out.returncode})")
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), "start_at": p.start_at or "",
-            "launch_record": env["AGENSH_LAUNCH_RECORD"]}
+    return {
+        **json.loads(out.stdout.strip().splitlines()[-1]),
+        "start_at": p.start_at or "",
+        "launch_record": env["AGENSH_LAUNCH_RECORD"],
+    }
 
 
 def remove(stack: str) -> dict[str, str]:
@@ -213,8 +283,9 @@ def status(stack: str) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scripts.cli schedule", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m scripts.cli schedule", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("action", choices=["install", "remove", "status"])
     ap.add_argument("stack")
     args = ap.parse_args(argv)
@@ -223,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.action == "install":
-            shown: dict[str, object] = dict(install(args.stack, datetime.now(timezone.utc)))
+            shown: dict[str, object] = dict(install(args.stack, datetime.now(UTC)))
         elif args.action == "remove":
             shown = dict(remove(args.stack))
         else:

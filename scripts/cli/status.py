@@ -28,16 +28,15 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from model import contract
+from model import contract, steps
 from model.profile import Profile, ProfileError
-from model import steps
 from model.records import KickoffResult, Ramp, Score, Session, WakeResult, ok_result, read_record
 from model.rundir import ProfileDir, RunDir
 from model.topology import Layout
-from model import steps
 from scripts.lib.activity import Follower, epoch, last_logged
 from scripts.lib.profiles import load_profile
 from scripts.lib.step import iso
+
 
 class Worker(BaseModel):
     name: str
@@ -93,15 +92,19 @@ def running(rd: RunDir, step: str, task: str) -> bool:
 
 def phase(p: Profile, rd: RunDir, task: str, now: float) -> tuple[str, str, float | None]:
     """(phase, detail, deadline epoch) of a task, from its receipts and the steps running."""
-    receipts = {s: r for s in rd.receipt_steps(task) if s in steps.RESULTS
-                and (r := steps.parse_receipt(s, rd.receipt(s, task).read_text())) is not None}
+    receipts = {
+        s: r
+        for s in rd.receipt_steps(task)
+        if s in steps.RESULTS and (r := steps.parse_receipt(s, rd.receipt(s, task).read_text())) is not None
+    }
 
     def ok(step: steps.StepDef) -> bool:
         return step.name in receipts and receipts[step.name].status == "ok"
 
     # any step of the task (a nudge or a reminder too), the first to fail first; a failed step running again is not
-    failed = sorted((r for s, r in receipts.items() if r.status == "failed" and not running(rd, s, task)),
-                    key=lambda r: r.finished)
+    failed = sorted(
+        (r for s, r in receipts.items() if r.status == "failed" and not running(rd, s, task)), key=lambda r: r.finished
+    )
     kickoff = ok_result(receipts.get(steps.KICKOFF.name), KickoffResult)
     deadline = kickoff.deadline_epoch if kickoff else None
     if failed:
@@ -133,22 +136,31 @@ def phase(p: Profile, rd: RunDir, task: str, now: float) -> tuple[str, str, floa
 
 def containers(profile: str) -> dict[str, dict[str, Any]] | None:
     """Docker's view of the profile's containers by name (state, health, memory), or None when Docker cannot be asked."""
-    ps = subprocess.run(["docker", "ps", "-a", "--filter", contract.profile_filter(profile), "--format", "{{.Names}}"],
-                        capture_output=True, text=True)
+    ps = subprocess.run(
+        ["docker", "ps", "-a", "--filter", contract.profile_filter(profile), "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+    )
     if ps.returncode:
         return None
     names = ps.stdout.split()
     if not names:
         return {}
     inspected = json.loads(subprocess.run(["docker", "inspect", *names], capture_output=True, text=True).stdout or "[]")
-    stats = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{json .}}", *names], capture_output=True,
-                           text=True).stdout.splitlines()
+    stats = subprocess.run(
+        ["docker", "stats", "--no-stream", "--format", "{{json .}}", *names], capture_output=True, text=True
+    ).stdout.splitlines()
     used = {s["Name"]: s["MemUsage"].split("/")[0].strip() for s in map(json.loads, stats) if s.get("Name")}
-    return {c["Name"].lstrip("/"): {"state": c["State"]["Status"], "health": (c["State"].get("Health") or {}).get("Status"),
-                                    "ceiling_mb": (c["HostConfig"].get("Memory") or 0) / 2**20 or None,
-                                    "memory_mb": mib(used.get(c["Name"].lstrip("/"))),
-                                    "started": started_at(c["State"].get("StartedAt"))}
-            for c in inspected}
+    return {
+        c["Name"].lstrip("/"): {
+            "state": c["State"]["Status"],
+            "health": (c["State"].get("Health") or {}).get("Status"),
+            "ceiling_mb": (c["HostConfig"].get("Memory") or 0) / 2**20 or None,
+            "memory_mb": mib(used.get(c["Name"].lstrip("/"))),
+            "started": started_at(c["State"].get("StartedAt")),
+        }
+        for c in inspected
+    }
 
 
 def started_at(docker_time: str | None) -> float | None:
@@ -160,15 +172,33 @@ def services(p: Profile) -> dict[str, dict[str, Any]] | None:
     """A swarm's view of the profile's services by name, asked of the manager: running (1/1), stopped (0/0: not woken
     or shut down) or starting. Health, memory and activity live on each task's node and are not asked for."""
     assert p.swarm is not None
-    ls = subprocess.run(["docker", "--host", p.swarm.docker_host, "service", "ls", "--filter",
-                         contract.profile_filter(p.profile), "--format", "{{.Name}}\t{{.Replicas}}"],
-                        capture_output=True, text=True)
+    ls = subprocess.run(
+        [
+            "docker",
+            "--host",
+            p.swarm.docker_host,
+            "service",
+            "ls",
+            "--filter",
+            contract.profile_filter(p.profile),
+            "--format",
+            "{{.Name}}\t{{.Replicas}}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if ls.returncode:
         return None
     state = {"1/1": "running", "0/0": "stopped"}
-    return {name: {"state": state.get(replicas.split()[0], f"starting ({replicas.split()[0]})"), "health": None,
-                   "ceiling_mb": None, "memory_mb": None}
-            for name, replicas in (line.split("\t", 1) for line in ls.stdout.splitlines() if "\t" in line)}
+    return {
+        name: {
+            "state": state.get(replicas.split()[0], f"starting ({replicas.split()[0]})"),
+            "health": None,
+            "ceiling_mb": None,
+            "memory_mb": None,
+        }
+        for name, replicas in (line.split("\t", 1) for line in ls.stdout.splitlines() if "\t" in line)
+    }
 
 
 def mib(text: str | None) -> float | None:
@@ -188,13 +218,18 @@ def repo(p: Profile, task: str) -> Repo:
         return Repo(commits_on_main=None, merged_pull_requests=None, head=None, note=f"no repository at {bare} yet")
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-c", f"safe.directory={bare}", "--git-dir", str(bare), *args],
-                              capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-c", f"safe.directory={bare}", "--git-dir", str(bare), *args], capture_output=True, text=True
+        ).stdout.strip()
+
     head = git("rev-parse", "--verify", "-q", "main")
     if not head:
         return Repo(commits_on_main=0, merged_pull_requests=0, head=None, note="main not pushed yet")
-    return Repo(commits_on_main=int(git("rev-list", "--count", "main") or 0),
-                merged_pull_requests=int(git("rev-list", "--count", "--merges", "main") or 0), head=head[:12])
+    return Repo(
+        commits_on_main=int(git("rev-list", "--count", "main") or 0),
+        merged_pull_requests=int(git("rev-list", "--count", "--merges", "main") or 0),
+        head=head[:12],
+    )
 
 
 def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusView:
@@ -210,44 +245,93 @@ def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusVi
     if docker is None:
         cannot.append("Docker cannot be asked (no engine, or no permission): container states unknown")
     elif swarm:
-        cannot.append("a swarm's workers run on several nodes: their health, memory and last activity are not shown "
-                      "(`docker service ps` on the manager)")
+        cannot.append(
+            "a swarm's workers run on several nodes: their health, memory and last activity are not shown "
+            "(`docker service ps` on the manager)"
+        )
     tasks = []
     for task in p.tasks:
         name, detail, deadline = phase(p, rd, task, now)
         workers = []
         for c in Layout.of(p).members(task, "worker"):
             d = (docker or {}).get(c.name)
-            active = max(filter(None, (last_logged(c.name), d["started"])), default=None) \
-                if d and d["state"] == "running" and not swarm else None
-            workers.append(Worker(name=c.name, state=d["state"] if d else ("absent" if docker is not None else "unknown"),
-                                  health=d and d["health"], memory_mb=d and d["memory_mb"],
-                                  ceiling_mb=d and d["ceiling_mb"], last_activity=iso(active) if active else None,
-                                  session=follow.session(c.name) if d and not swarm else None))
+            active = (
+                max(filter(None, (last_logged(c.name), d["started"])), default=None)
+                if d and d["state"] == "running" and not swarm
+                else None
+            )
+            workers.append(
+                Worker(
+                    name=c.name,
+                    state=d["state"] if d else ("absent" if docker is not None else "unknown"),
+                    health=d and d["health"],
+                    memory_mb=d and d["memory_mb"],
+                    ceiling_mb=d and d["ceiling_mb"],
+                    last_activity=iso(active) if active else None,
+                    session=follow.session(c.name) if d and not swarm else None,
+                )
+            )
         score = steps.result_of(rd, steps.SCORE, task, Score)
-        tasks.append(TaskView(task_id=task, phase=name, detail=detail,
-                              time_to_deadline_s=round(deadline - now) if deadline and name == "working" else None,
-                              deadline=iso(deadline) if deadline else None, score=score.score if score else None,
-                              markers=rd.markers(task), workers=workers, repo=repo(p, task)))
-    return StatusView(stack=stack, profile=p.profile, run_id=p.run_id, run_dir=str(rd.path), at=iso(now), tasks=tasks,
-                      cannot_see=cannot)
+        tasks.append(
+            TaskView(
+                task_id=task,
+                phase=name,
+                detail=detail,
+                time_to_deadline_s=round(deadline - now) if deadline and name == "working" else None,
+                deadline=iso(deadline) if deadline else None,
+                score=score.score if score else None,
+                markers=rd.markers(task),
+                workers=workers,
+                repo=repo(p, task),
+            )
+        )
+    return StatusView(
+        stack=stack,
+        profile=p.profile,
+        run_id=p.run_id,
+        run_dir=str(rd.path),
+        at=iso(now),
+        tasks=tasks,
+        cannot_see=cannot,
+    )
 
 
 def render(v: StatusView) -> Group:
     head = Text(f"{v.stack}  run {v.run_id}  {v.at}  ({v.run_dir})", style="bold")
     tasks = Table("task", "phase", "detail", "main", "merged PRs", "markers", "score", title="tasks")
     for t in v.tasks:
-        tasks.add_row(t.task_id, t.phase, t.detail, str(t.repo.commits_on_main if t.repo.head else t.repo.note),
-                      str(t.repo.merged_pull_requests or 0), ", ".join(t.markers) or "-",
-                      "-" if t.score is None else f"{t.score:.4f}")
-    workers = Table("worker", "state", "health", "memory / ceiling", "last activity", "turns / tool calls",
-                    "watchdog", title="workers")
+        tasks.add_row(
+            t.task_id,
+            t.phase,
+            t.detail,
+            str(t.repo.commits_on_main if t.repo.head else t.repo.note),
+            str(t.repo.merged_pull_requests or 0),
+            ", ".join(t.markers) or "-",
+            "-" if t.score is None else f"{t.score:.4f}",
+        )
+    workers = Table(
+        "worker",
+        "state",
+        "health",
+        "memory / ceiling",
+        "last activity",
+        "turns / tool calls",
+        "watchdog",
+        title="workers",
+    )
     for t in v.tasks:
         for w in t.workers:
             mem = f"{w.memory_mb or 0:.0f} / {w.ceiling_mb:.0f} MiB" if w.ceiling_mb else "-"
             s = w.session
-            workers.add_row(w.name, w.state, w.health or "-", mem, w.last_activity or "-",
-                            f"{s.turns} / {s.tool_calls}" if s else "-", str(s.watchdog) if s else "-")
+            workers.add_row(
+                w.name,
+                w.state,
+                w.health or "-",
+                mem,
+                w.last_activity or "-",
+                f"{s.turns} / {s.tool_calls}" if s else "-",
+                str(s.watchdog) if s else "-",
+            )
     notes = [Text(f"cannot see: {c}", style="yellow") for c in v.cannot_see]
     return Group(head, tasks, workers, *notes)
 
@@ -269,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.once:
         from rich.console import Console
+
         Console().print(render(snapshot(args.stack, p)))
         return 0
     try:

@@ -55,20 +55,32 @@ def worker_image(version: str) -> str:
     base, image = f"agensh-bench-agent-base:{RUN}", f"agensh-bench-worker:{RUN}"
     copilot_cli.image(version)
     for tag, dockerfile, context, args in (
-            (base, DEMO / "agent" / "Dockerfile.base", DEMO / "agent",
-             {"STANDIN_IMAGE": demo_images.STANDIN, "COPILOT_VERSION": version}),
-            (image, DEMO / contract.WORKER_DOCKERFILE, DEMO, {"TASK_IMAGE": DEMO_CLEANROOM, "AGENT_BASE_IMAGE": base})):
+        (
+            base,
+            DEMO / "agent" / "Dockerfile.base",
+            DEMO / "agent",
+            {"STANDIN_IMAGE": demo_images.STANDIN, "COPILOT_VERSION": version},
+        ),
+        (image, DEMO / contract.WORKER_DOCKERFILE, DEMO, {"TASK_IMAGE": DEMO_CLEANROOM, "AGENT_BASE_IMAGE": base}),
+    ):
         build_args = [a for k, v in args.items() for a in ("--build-arg", f"{k}={v}")]
-        subprocess.run(["docker", "build", "-q", "-t", tag, "--label", LABEL, "-f", str(dockerfile), *build_args,
-                        str(context)], check=True, capture_output=True, env=env)
+        subprocess.run(
+            ["docker", "build", "-q", "-t", tag, "--label", LABEL, "-f", str(dockerfile), *build_args, str(context)],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
     return image
 
 
 def memory() -> dict[str, float]:
     ids = docker("ps", "-q", "--filter", f"label={LABEL}", "--filter", "label=agensh.bench.role=worker").stdout.split()
     out = docker("stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}", *ids).stdout if ids else ""
-    return {name: mb for name, use in (line.split(" ", 1) for line in out.splitlines())
-            if (mb := mib(use.split("/")[0].strip())) is not None}
+    return {
+        name: mb
+        for name, use in (line.split(" ", 1) for line in out.splitlines())
+        if (mb := mib(use.split("/")[0].strip())) is not None
+    }
 
 
 class Bench:
@@ -92,13 +104,38 @@ class Bench:
     def platform(self) -> None:
         docker("network", "create", "--internal", "--subnet", self.subnet, "--label", LABEL, self.net)
         sha = hashlib.sha256(self.token.encode()).hexdigest()
-        self.run(f"agensh-bench-model-{RUN}", "--ip", self.ip(2), "-e", "STANDIN=model", "-e", "PORT=8080",
-                 "-e", f"EXPECTED_TOKEN_SHA256={sha}", "-e", f"STANDIN_MODELS={contract.PINNED_MODEL}",
-                 demo_images.STANDIN)
-        self.run(f"agensh-bench-proxy-{RUN}", "--ip", self.ip(3), "-e", "STANDIN=egress-proxy", "-e", "PORT=8080",
-                 "-e", f"LLM_UPSTREAM=http://{self.ip(2)}:8080", "-e", f"{contract.MODEL_CREDENTIAL_ENV}={self.token}",
-                 "-e", f"WORKER_PROXY_TOKEN={self.proxy_token}", "-e", f"REASONING_EFFORT={contract.PINNED_EFFORT}",
-                 demo_images.STANDIN)
+        self.run(
+            f"agensh-bench-model-{RUN}",
+            "--ip",
+            self.ip(2),
+            "-e",
+            "STANDIN=model",
+            "-e",
+            "PORT=8080",
+            "-e",
+            f"EXPECTED_TOKEN_SHA256={sha}",
+            "-e",
+            f"STANDIN_MODELS={contract.PINNED_MODEL}",
+            demo_images.STANDIN,
+        )
+        self.run(
+            f"agensh-bench-proxy-{RUN}",
+            "--ip",
+            self.ip(3),
+            "-e",
+            "STANDIN=egress-proxy",
+            "-e",
+            "PORT=8080",
+            "-e",
+            f"LLM_UPSTREAM=http://{self.ip(2)}:8080",
+            "-e",
+            f"{contract.MODEL_CREDENTIAL_ENV}={self.token}",
+            "-e",
+            f"WORKER_PROXY_TOKEN={self.proxy_token}",
+            "-e",
+            f"REASONING_EFFORT={contract.PINNED_EFFORT}",
+            demo_images.STANDIN,
+        )
 
     def workers(self, n: int, baseline: bool, tmp: Path) -> list[str]:
         names = []
@@ -109,16 +146,38 @@ class Bench:
             subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True)
             subprocess.run(["chown", "-R", contract.WORKER_USER, str(ws)], check=False)
             nothing = f"http://{self.ip(3)}:9"  # no chat, no token service: a refused port on the bench's network
-            env = {"AGENT_ID": f"{TASK}-{k}", "TASK_ID": TASK, "BASELINE": "1" if baseline else "0",
-                   "MATTERMOST_URL": nothing, "TOKEN_SERVICE_URL": nothing,
-                   contract.PROXY_CREDENTIAL_ENV: self.proxy_token, "ACP_SILENCE_MS": "600000", "WORKERS": str(n),
-                   "COPILOT_PROVIDER_BASE_URL": f"http://{self.ip(3)}:8080/v1",
-                   "COPILOT_PROVIDER_WIRE_API": "responses",
-                   "COPILOT_MODEL": contract.PINNED_MODEL, "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "272000",
-                   "PBENCH_DEADLINE_SECONDS": "3600"}
-            docker("create", "--name", name, "--label", LABEL, "--label", "agensh.bench.role=worker",
-                   "--network", self.net, "-v", f"{ws}:/workspace", "-v", f"{DEMO / 'prompts'}:/opt/agensh/prompts:ro",
-                   *(a for kv in env.items() for a in ("-e", "=".join(kv))), self.image)
+            env = {
+                "AGENT_ID": f"{TASK}-{k}",
+                "TASK_ID": TASK,
+                "BASELINE": "1" if baseline else "0",
+                "MATTERMOST_URL": nothing,
+                "TOKEN_SERVICE_URL": nothing,
+                contract.PROXY_CREDENTIAL_ENV: self.proxy_token,
+                "ACP_SILENCE_MS": "600000",
+                "WORKERS": str(n),
+                "COPILOT_PROVIDER_BASE_URL": f"http://{self.ip(3)}:8080/v1",
+                "COPILOT_PROVIDER_WIRE_API": "responses",
+                "COPILOT_MODEL": contract.PINNED_MODEL,
+                "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "272000",
+                "PBENCH_DEADLINE_SECONDS": "3600",
+            }
+            docker(
+                "create",
+                "--name",
+                name,
+                "--label",
+                LABEL,
+                "--label",
+                "agensh.bench.role=worker",
+                "--network",
+                self.net,
+                "-v",
+                f"{ws}:/workspace",
+                "-v",
+                f"{DEMO / 'prompts'}:/opt/agensh/prompts:ro",
+                *(a for kv in env.items() for a in ("-e", "=".join(kv))),
+                self.image,
+            )
             self.made.append(name)
             names.append(name)
         with ThreadPoolExecutor(8) as pool:
@@ -176,11 +235,18 @@ def measure(n: int, seconds: int, image: str, version: str) -> dict[str, float |
             turns = sum(activity.session(activity.lines(c)).turns for c in busy)
         finally:
             b.close()
-    return {"workers": n, "sessions_up": len(started),
-            "startup_median_s": statistics.median(started) if started else -1, "startup_max_s": max(started, default=-1),
-            "idle_mb": statistics.median(idle_mb) if idle_mb else -1,
-            "working_mb": statistics.median(samples) if samples else -1, "working_peak_mb": peak.get("worker", -1),
-            "total_peak_mb": peak.get("total", -1), "turns": turns, "seconds": seconds}
+    return {
+        "workers": n,
+        "sessions_up": len(started),
+        "startup_median_s": statistics.median(started) if started else -1,
+        "startup_max_s": max(started, default=-1),
+        "idle_mb": statistics.median(idle_mb) if idle_mb else -1,
+        "working_mb": statistics.median(samples) if samples else -1,
+        "working_peak_mb": peak.get("worker", -1),
+        "total_peak_mb": peak.get("total", -1),
+        "turns": turns,
+        "seconds": seconds,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,15 +257,19 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     image = worker_image(a.copilot_version)
     print(f"real Copilot CLI {a.copilot_version}, scripted model; memory from `docker stats` (MiB per worker)")
-    print("| workers | sessions up | start-up median / max | idle | working median / peak | all workers' peak "
-          "| turns |")
+    print(
+        "| workers | sessions up | start-up median / max | idle | working median / peak | all workers' peak | turns |"
+    )
     print("|---|---|---|---|---|---|---|")
     try:
         for n in a.agents:
             r = measure(n, a.seconds, image, a.copilot_version)
-            print(f"| {r['workers']} | {r['sessions_up']} | {r['startup_median_s']:.1f} / {r['startup_max_s']:.1f} s | "
-                  f"{r['idle_mb']:.0f} | {r['working_mb']:.0f} / {r['working_peak_mb']:.0f} | "
-                  f"{r['total_peak_mb']:.0f} | {r['turns']} in {r['seconds']} s |", flush=True)
+            print(
+                f"| {r['workers']} | {r['sessions_up']} | {r['startup_median_s']:.1f} / {r['startup_max_s']:.1f} s | "
+                f"{r['idle_mb']:.0f} | {r['working_mb']:.0f} / {r['working_peak_mb']:.0f} | "
+                f"{r['total_peak_mb']:.0f} | {r['turns']} in {r['seconds']} s |",
+                flush=True,
+            )
     finally:
         docker("rmi", "-f", image, f"agensh-bench-agent-base:{RUN}", check=False)
     return 0

@@ -37,19 +37,19 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import yaml
 
-from model import contract
-from model.catalog import tasks as catalog
 from components.containers import HEALTH, WAIT_TIMEOUT_S
+from model import contract, topology
+from model.catalog import tasks as catalog
 from model.profile import Profile, parse_profile
 from model.roles import ROLES, ServiceSpec, spec
-from model import topology
 from model.topology import Placement
 from scripts.cli.status import mib
 from scripts.lab import swarm_lab
@@ -113,8 +113,11 @@ class PeakRss:
                 try:
                     if Path(f"/proc/{pid}/comm").read_text().strip() != self.name:
                         continue
-                    rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                               if line.startswith("VmRSS:"))
+                    rss = next(
+                        int(line.split()[1])
+                        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                        if line.startswith("VmRSS:")
+                    )
                 except (OSError, StopIteration):
                     continue
                 self.peak_kb = max(self.peak_kb, rss)
@@ -150,21 +153,42 @@ class BenchStack:
         """`pulumi preview` as `make preview` runs it: seconds, peak MB of `pulumi`, resources and ms per resource."""
         seconds, mb, output = self.timed("preview", env=PREVIEW_ENV)
         resources = sum(int(m) for m in re.findall(r"^\s*\+ (\d+) to create$", output, re.MULTILINE))
-        return {"preview": seconds, "preview_mb": mb, "resources": resources,
-                "ms_per_resource": 1000 * seconds / resources if resources else None}
+        return {
+            "preview": seconds,
+            "preview_mb": mb,
+            "resources": resources,
+            "ms_per_resource": 1000 * seconds / resources if resources else None,
+        }
 
 
 @contextlib.contextmanager
-def bench_stack(tmpdir: Path, stack: str, config: dict[str, Any], standin_image: str | None = None
-                ) -> Iterator[BenchStack]:
+def bench_stack(
+    tmpdir: Path, stack: str, config: dict[str, Any], standin_image: str | None = None
+) -> Iterator[BenchStack]:
     """A copy of the project in `tmpdir` with `stack` made from `config` (`python -m scripts.cli new-stack`); the stack is removed
     again on the way out, also on failure."""
     proj = project_copy(tmpdir, stack, config, standin_image=standin_image)
-    made = BenchStack(proj, isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"}),
-                      ["pulumi", "--non-interactive", "-s", stack])
+    made = BenchStack(
+        proj,
+        isolated_env(tmpdir, "bench", **{contract.MODEL_CREDENTIAL_ENV: "bench-token"}),
+        ["pulumi", "--non-interactive", "-s", stack],
+    )
     try:
-        run([sys.executable, "-m", "scripts.cli", "new-stack", stack, "--from", f"stacks/{stack}.profile.yaml",
-             "--env-file", "none"], cwd=proj, env=made.env)
+        run(
+            [
+                sys.executable,
+                "-m",
+                "scripts.cli",
+                "new-stack",
+                stack,
+                "--from",
+                f"stacks/{stack}.profile.yaml",
+                "--env-file",
+                "none",
+            ],
+            cwd=proj,
+            env=made.env,
+        )
         yield made
     finally:
         subprocess.run([*made.pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=made.env)
@@ -201,8 +225,11 @@ class Layout:
         platform = [x.name for x, _ in self.containers if not ROLES[x.role].per_task]
         if ROLES[c.role].per_task:
             return platform
-        return [contract.resource_name(self.p.profile, r) for r in ROLES[c.role].after if
-                contract.resource_name(self.p.profile, r) in platform]
+        return [
+            contract.resource_name(self.p.profile, r)
+            for r in ROLES[c.role].after
+            if contract.resource_name(self.p.profile, r) in platform
+        ]
 
     def networks(self) -> dict[str, str]:
         """Network kind -> subnet."""
@@ -212,12 +239,26 @@ class Layout:
         """Image tag -> (its builders' dependencies, `docker build` arguments), as the Images component builds them."""
         p, checkout = self.p, self.p.checkout_dir
         shared = [r for r in contract.SHARED_IMAGES if p.kind == "team" or r in ("agent-base", "egress-proxy")]
-        out = {p.image(r): ([], ["-f", str(checkout / contract.SHARED_IMAGES[r][0]),
-                                 str(checkout / contract.SHARED_IMAGES[r][2])]) for r in shared}
+        out = {
+            p.image(r): (
+                [],
+                ["-f", str(checkout / contract.SHARED_IMAGES[r][0]), str(checkout / contract.SHARED_IMAGES[r][2])],
+            )
+            for r in shared
+        }
         for t in p.tasks:
-            out[p.worker_image(t)] = ([p.image("agent-base")], [
-                "-f", str(checkout / contract.WORKER_DOCKERFILE), "--build-arg", f"TASK_IMAGE={p.cleanroom_image(t)}",
-                "--build-arg", f"AGENT_BASE_IMAGE={p.image('agent-base')}", str(checkout)])
+            out[p.worker_image(t)] = (
+                [p.image("agent-base")],
+                [
+                    "-f",
+                    str(checkout / contract.WORKER_DOCKERFILE),
+                    "--build-arg",
+                    f"TASK_IMAGE={p.cleanroom_image(t)}",
+                    "--build-arg",
+                    f"AGENT_BASE_IMAGE={p.image('agent-base')}",
+                    str(checkout),
+                ],
+            )
         return out
 
 
@@ -227,17 +268,28 @@ def private_images() -> None:
         raise SystemExit("bench: the demo's images could not be made")
 
 
-def bench_profile(name: str, workers: int, ntasks: int, octet: int, data: Path, run_steps: bool = False
-                  ) -> dict[str, Any]:
+def bench_profile(
+    name: str, workers: int, ntasks: int, octet: int, data: Path, run_steps: bool = False
+) -> dict[str, Any]:
     """The stack's `config:`: the demo profile, bare topology (or the whole run), private image tags, these tasks and
     sizes."""
     return profile_config(
-        "demo.profile.yaml", profile=name, workers=workers, tasks=bench_tasks(ntasks), run_steps=run_steps,
+        "demo.profile.yaml",
+        profile=name,
+        workers=workers,
+        tasks=bench_tasks(ntasks),
+        run_steps=run_steps,
         mattermost_image=PRIVATE["mattermost"],
-        subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080", data_root=str(data), uncached=True,
-        keep_pulled_images=True, host_units="off", cleanroom_org=BENCH_ORG,
+        subnet_octet=octet,
+        llm_upstream=f"http://10.{octet}.255.3:8080",
+        data_root=str(data),
+        uncached=True,
+        keep_pulled_images=True,
+        host_units="off",
+        cleanroom_org=BENCH_ORG,
         mm_max_users_per_team=max(contract.MM_DEFAULT_MAX_USERS, workers + 3),
-        mysql_max_connections=max(1000, contract.mysql_connections_needed(workers * ntasks, 100)))
+        mysql_max_connections=max(1000, contract.mysql_connections_needed(workers * ntasks, 100)),
+    )
 
 
 def tag_cleanrooms(lay: Layout, lab: swarm_lab.Lab | None = None) -> None:
@@ -288,15 +340,34 @@ class Plain:
     def build(self) -> float:
         t0 = time.monotonic()
         labels = ["--label", f"{LABEL}=plain-{RUN}"]
-        run_dag({tag: (deps, lambda tag=tag, args=args: run(
-            ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args], env={**os.environ, **service_images.LEGACY_BUILDER}))
-            for tag, (deps, args) in self.lay.images().items()})
+        run_dag(
+            {
+                tag: (
+                    deps,
+                    lambda tag=tag, args=args: run(
+                        ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args],
+                        env={**os.environ, **service_images.LEGACY_BUILDER},
+                    ),
+                )
+                for tag, (deps, args) in self.lay.images().items()
+            }
+        )
         return time.monotonic() - t0
 
     def start_one(self, c: Placement, s: ServiceSpec) -> None:
         att = list(c.addresses.items())  # (network kind, address), as the container attaches them
-        args = ["docker", "create", "--name", c.name, "--label", f"{LABEL}=plain-{RUN}", "--restart", "no",
-                "--hostname", c.hostname]
+        args = [
+            "docker",
+            "create",
+            "--name",
+            c.name,
+            "--label",
+            f"{LABEL}=plain-{RUN}",
+            "--restart",
+            "no",
+            "--hostname",
+            c.hostname,
+        ]
         for k, v in sorted(c.labels.items()):
             args += ["--label", f"{k}={v}"]
         if att:
@@ -314,9 +385,18 @@ class Plain:
             args += ["--user", s.user]
         if s.healthcheck:
             kind, *test = s.healthcheck
-            args += ["--health-cmd", " ".join(test),  # the CLI takes a shell command
-                     "--health-interval", HEALTH["interval"], "--health-timeout", HEALTH["timeout"],
-                     "--health-retries", str(HEALTH["retries"]), "--health-start-period", HEALTH["start_period"]]
+            args += [
+                "--health-cmd",
+                " ".join(test),  # the CLI takes a shell command
+                "--health-interval",
+                HEALTH["interval"],
+                "--health-timeout",
+                HEALTH["timeout"],
+                "--health-retries",
+                str(HEALTH["retries"]),
+                "--health-start-period",
+                HEALTH["start_period"],
+            ]
         if s.entrypoint:
             args += ["--entrypoint", s.entrypoint[0]]
         args += [s.image, *(s.entrypoint[1:] if s.entrypoint else ()), *(s.command or ())]
@@ -335,8 +415,19 @@ class Plain:
     def up(self) -> float:
         t0 = time.monotonic()
         for kind, subnet in self.lay.networks().items():
-            run(["docker", "network", "create", "--internal", "--subnet", subnet, "--label", f"{LABEL}=plain-{RUN}",
-                 self.nets[kind]])
+            run(
+                [
+                    "docker",
+                    "network",
+                    "create",
+                    "--internal",
+                    "--subnet",
+                    subnet,
+                    "--label",
+                    f"{LABEL}=plain-{RUN}",
+                    self.nets[kind],
+                ]
+            )
         run_dag({c.name: (self.lay.deps(c), lambda c=c, s=s: self.start_one(c, s)) for c, s in self.lay.containers})
         return time.monotonic() - t0
 
@@ -374,13 +465,18 @@ class Compose:
         services = {}
         for c, s in lay.containers:
             svc: dict[str, Any] = {
-                "image": images[s.image], "container_name": c.name, "restart": "no",
+                "image": images[s.image],
+                "container_name": c.name,
+                "restart": "no",
                 "hostname": c.hostname,
-                "labels": {**c.labels, LABEL: f"compose-{RUN}"}, "environment": env_of(s),
-                "volumes": [f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}" for m in s.mounts]}
+                "labels": {**c.labels, LABEL: f"compose-{RUN}"},
+                "environment": env_of(s),
+                "volumes": [f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}" for m in s.mounts],
+            }
             att = list(c.addresses.items())
-            svc["networks"] = {nets[k]: {"ipv4_address": ip, **({"aliases": c.aliases(k)} if c.aliases(k) else {})}
-                               for k, ip in att}
+            svc["networks"] = {
+                nets[k]: {"ipv4_address": ip, **({"aliases": c.aliases(k)} if c.aliases(k) else {})} for k, ip in att
+            }
             if not att:
                 svc["network_mode"] = "none"
             if s.memory_mb:
@@ -395,14 +491,24 @@ class Compose:
                 svc["healthcheck"] = {"test": list(s.healthcheck), **HEALTH}
             deps = lay.deps(c)
             if deps:
-                svc["depends_on"] = {d: {"condition": "service_completed_successfully" if specs[d].one_shot else
-                                         "service_healthy" if waits_healthy(specs[d]) else "service_started"}
-                                     for d in deps}
+                svc["depends_on"] = {
+                    d: {
+                        "condition": "service_completed_successfully"
+                        if specs[d].one_shot
+                        else "service_healthy"
+                        if waits_healthy(specs[d])
+                        else "service_started"
+                    }
+                    for d in deps
+                }
             services[c.name] = svc
-        networks = {nets[k]: {"internal": True, "ipam": {"config": [{"subnet": subnet}]},
-                              "labels": {LABEL: f"compose-{RUN}"}} for k, subnet in lay.networks().items()}
-        (workdir / "compose.yaml").write_text(yaml.safe_dump({"version": "2.4", "services": services,
-                                                              "networks": networks}))
+        networks = {
+            nets[k]: {"internal": True, "ipam": {"config": [{"subnet": subnet}]}, "labels": {LABEL: f"compose-{RUN}"}}
+            for k, subnet in lay.networks().items()
+        }
+        (workdir / "compose.yaml").write_text(
+            yaml.safe_dump({"version": "2.4", "services": services, "networks": networks})
+        )
 
     def up(self) -> float:
         t0 = time.monotonic()
@@ -428,30 +534,44 @@ def container_memory_mb(label_value: str) -> float:
     """Mean memory used by this run's running containers of one side (`label_value`) (docker stats; a container
     that stopped meanwhile is left out)."""
     ids = run(["docker", "ps", "-q", "--filter", f"label={LABEL}={label_value}-{RUN}"]).stdout.split()
-    out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids], capture_output=True,
-                         text=True).stdout if ids else ""
+    out = (
+        subprocess.run(
+            ["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids], capture_output=True, text=True
+        ).stdout
+        if ids
+        else ""
+    )
     used = [mb for mb in (mib(line.split("/")[0].strip()) for line in out.splitlines()) if mb is not None]
     return sum(used) / len(used) if used else 0.0
 
 
 def available_mb() -> int:
-    return next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                if line.startswith("MemAvailable:")) // 1024
+    return (
+        next(
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemAvailable:")
+        )
+        // 1024
+    )
 
 
 def remove_leftovers(lay: Layout, built: list[str]) -> None:
     """Whatever a failed or interrupted run left: the sides' containers and networks, the Pulumi side's too (its
     profile's label), the images built under private tags, the cleanroom tags."""
-    for label in (*(f"{LABEL}={side}-{RUN}" for side in ("plain", "compose", "images")),
-                  f"{contract.PROFILE_LABEL}={lay.p.profile}"):
+    for label in (
+        *(f"{LABEL}={side}-{RUN}" for side in ("plain", "compose", "images")),
+        f"{contract.PROFILE_LABEL}={lay.p.profile}",
+    ):
         containers = run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split()
         if containers:
             subprocess.run(["docker", "rm", "-f", *containers], capture_output=True)
         networks = run(["docker", "network", "ls", "-q", "--filter", f"label={label}"]).stdout.split()
         if networks:
             subprocess.run(["docker", "network", "rm", *networks], capture_output=True)
-    subprocess.run(["docker", "rmi", *built, *lay.images(), *[lay.p.cleanroom_image(t) for t in lay.p.tasks]],
-                   capture_output=True)
+    subprocess.run(
+        ["docker", "rmi", *built, *lay.images(), *[lay.p.cleanroom_image(t) for t in lay.p.tasks]], capture_output=True
+    )
 
 
 def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str, Any]:
@@ -465,16 +585,21 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
             checkout = made.proj / "stacks" / "demo"
             lay = layout(config, checkout)
             result["containers"] = len(lay.containers)
-            fits = (len(lay.containers) <= UNMEASURED_MAX if per_container_mb is None
-                    else per_container_mb * len(lay.containers) < MEMORY_SHARE * available_mb())
+            fits = (
+                len(lay.containers) <= UNMEASURED_MAX
+                if per_container_mb is None
+                else per_container_mb * len(lay.containers) < MEMORY_SHARE * available_mb()
+            )
             try:
                 tag_cleanrooms(lay)
                 result |= made.preview()
                 if not fits:
-                    result["skipped"] = (f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
-                                         f"{MEMORY_SHARE:.0%} of {available_mb()} MB available" if per_container_mb
-                                         else f"up: {len(lay.containers)} containers before any size measured their "
-                                              "memory")
+                    result["skipped"] = (
+                        f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
+                        f"{MEMORY_SHARE:.0%} of {available_mb()} MB available"
+                        if per_container_mb
+                        else f"up: {len(lay.containers)} containers before any size measured their memory"
+                    )
                     return result
 
                 failures = []
@@ -487,8 +612,10 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                     result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
 
                 def side_layout(side: str) -> Layout:  # own names and subnets (picked now), the same checkout
-                    return layout(bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(),
-                                                tmpdir / side), checkout)
+                    return layout(
+                        bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(), tmpdir / side),
+                        checkout,
+                    )
 
                 plain = Plain(side_layout("plain"))
                 built += list(plain.lay.images())
@@ -534,16 +661,23 @@ def pipeline_main(sizes: list[tuple[int, int]]) -> int:
     print("workers tasks resources preview_s ms_per_resource pulumi_mb", flush=True)
     for workers, ntasks in sizes:
         r = pipeline(workers, ntasks)
-        print(f"{workers:7d} {ntasks:5d} {r['resources']:9d} {r['preview']:9.1f} {r['ms_per_resource']:15.1f} "
-              f"{r['preview_mb']:9d}", flush=True)
+        print(
+            f"{workers:7d} {ntasks:5d} {r['resources']:9d} {r['preview']:9.1f} {r['ms_per_resource']:15.1f} "
+            f"{r['preview_mb']:9d}",
+            flush=True,
+        )
     return 0
 
 
 def swarm_settings(lab: swarm_lab.Lab, data: Path) -> dict[str, Any]:
     """engine: swarm on the lab, each node declared large enough for all pairs (the plan's numbers, not the
     machine's: the lab's nodes share this machine's CPUs and memory); node B keeps its data apart."""
-    settings = lab.swarm_settings(memory_gib=64, cpus=16) | {"platform_memory_gib": 1, "platform_cpus": 0.5,
-                                                            "worker_cpus": 0.5, "router_cpus": 0.25}
+    settings = lab.swarm_settings(memory_gib=64, cpus=16) | {
+        "platform_memory_gib": 1,
+        "platform_cpus": 0.5,
+        "worker_cpus": 0.5,
+        "router_cpus": 0.25,
+    }
     settings["nodes"][1]["data_root"] = str(data.parent / f"{data.name}-n2")
     return {"agensh:engine": "swarm", "agensh:swarm": settings}
 
@@ -557,7 +691,9 @@ def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
         stack = f"bench{side}-w{workers}"
         config = bench_profile(stack, workers, 1, free_octet(), tmpdir / "data")
         if lab:
-            config |= swarm_settings(lab, tmpdir / "data") | {"agensh:llm_upstream": f"http://omcgitea-{stack}-model:8080"}
+            config |= swarm_settings(lab, tmpdir / "data") | {
+                "agensh:llm_upstream": f"http://omcgitea-{stack}-model:8080"
+            }
         with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
             lay = layout(config, made.proj / "stacks" / "demo")
             try:
@@ -582,16 +718,37 @@ def swarm_main(sizes: list[int]) -> int:
         swarm_lab.load(lab, swarm_lab.demo_images(STANDIN_TAG))  # what the manager would pull
         for n in sizes:
             host, sw = pulumi_only(n, None), pulumi_only(n, lab)
-            print(f"{n:7d} {7 + 2 * n:8d} {host['up']:13.1f} {host['destroy']:10.1f} {sw['preview']:15.1f} "
-                  f"{sw['up']:5.1f} {sw['destroy']:10.1f} {sw['up'] / host['up']:18.1f}", flush=True)
+            print(
+                f"{n:7d} {7 + 2 * n:8d} {host['up']:13.1f} {host['destroy']:10.1f} {sw['preview']:15.1f} "
+                f"{sw['up']:5.1f} {sw['destroy']:10.1f} {sw['up'] / host['up']:18.1f}",
+                flush=True,
+            )
     finally:
         swarm_lab.down(lab)
         subprocess.run(["docker", "rmi", *reversed(PRIVATE.values())], capture_output=True)
     return 0
 
 
-COLUMNS = ("workers", "tasks", "containers", "preview", "preview_mb", "up", "up_mb", "reup", "destroy", "plain_build",
-           "plain_up", "plain_reup", "plain_down", "compose_up", "compose_reup", "compose_down", "up/plain", "up/compose")
+COLUMNS = (
+    "workers",
+    "tasks",
+    "containers",
+    "preview",
+    "preview_mb",
+    "up",
+    "up_mb",
+    "reup",
+    "destroy",
+    "plain_build",
+    "plain_up",
+    "plain_reup",
+    "plain_down",
+    "compose_up",
+    "compose_reup",
+    "compose_down",
+    "up/plain",
+    "up/compose",
+)
 
 
 def row(r: dict[str, Any]) -> str:
@@ -599,14 +756,21 @@ def row(r: dict[str, Any]) -> str:
         r["up/plain"] = r["up"] / (r["plain_build"] + r["plain_up"])
     if "compose_up" in r and "up" in r:
         r["up/compose"] = r["up"] / (r["plain_build"] + r["compose_up"])
-    cells = [f"{r[k]:.2f}" if k.startswith("up/") and k in r else f"{r[k]:.1f}" if isinstance(r.get(k), float)
-             else str(r.get(k, "-")) for k in COLUMNS]
+    cells = [
+        f"{r[k]:.2f}"
+        if k.startswith("up/") and k in r
+        else f"{r[k]:.1f}"
+        if isinstance(r.get(k), float)
+        else str(r.get(k, "-"))
+        for k in COLUMNS
+    ]
     return " ".join(c.rjust(len(k)) for c, k in zip(cells, COLUMNS)) + (f"   {r['skipped']}" if "skipped" in r else "")
 
 
 def main(argv: list[str]) -> int:
     if "--agents" in argv:  # what a worker with the real Copilot CLI costs (scripts/lab/agent_bench.py)
         from scripts.lab import agent_bench
+
         return agent_bench.main(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, nargs="+", default=[2, 8, 32, 128])

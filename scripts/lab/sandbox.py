@@ -18,8 +18,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("Pulumi.yaml", "__main__.py", "components", "model", "scripts", "policies")
 # What `make preview` adds to the environment (scripts/setup/preview.env), for previews run as users run them.
-PREVIEW_ENV = dict(line.split("=", 1) for line in (ROOT / "scripts" / "setup" / "preview.env").read_text().splitlines()
-                   if line and not line.startswith("#"))
+PREVIEW_ENV = dict(
+    line.split("=", 1)
+    for line in (ROOT / "scripts" / "setup" / "preview.env").read_text().splitlines()
+    if line and not line.startswith("#")
+)
 
 
 def profile_config(source: str, **settings: Any) -> dict[str, Any]:
@@ -45,7 +48,9 @@ def project_copy(tmp: Path, profile: str, config: dict[str, Any], standin_image:
         shutil.copytree(ROOT / "stacks" / stack_part, proj / "stacks" / stack_part)
     if standin_image:
         for dockerfile in (proj / "stacks" / "demo").rglob("Dockerfile*"):
-            text = re.sub(r"^ARG STANDIN_IMAGE=.*$", f"ARG STANDIN_IMAGE={standin_image}", dockerfile.read_text(), flags=re.M)
+            text = re.sub(
+                r"^ARG STANDIN_IMAGE=.*$", f"ARG STANDIN_IMAGE={standin_image}", dockerfile.read_text(), flags=re.M
+            )
             dockerfile.write_text(text)
     (proj / ".venv").symlink_to(ROOT / ".venv")
     (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
@@ -64,10 +69,18 @@ def used_subnets() -> list[ipaddress.IPv4Network]:
     """Every IPv4 subnet a Docker network or a host route of this machine uses."""
     used: list[ipaddress.IPv4Network] = []
     ids = subprocess.run(["docker", "network", "ls", "-q"], capture_output=True, text=True).stdout.split()
-    for net in json.loads(subprocess.run(["docker", "network", "inspect", *ids], capture_output=True,
-                                         text=True).stdout or "[]") if ids else []:
-        used += [ipaddress.ip_network(c["Subnet"]) for c in (net.get("IPAM") or {}).get("Config") or []
-                 if ":" not in c.get("Subnet", ":")]
+    for net in (
+        json.loads(
+            subprocess.run(["docker", "network", "inspect", *ids], capture_output=True, text=True).stdout or "[]"
+        )
+        if ids
+        else []
+    ):
+        used += [
+            ipaddress.ip_network(c["Subnet"])
+            for c in (net.get("IPAM") or {}).get("Config") or []
+            if ":" not in c.get("Subnet", ":")
+        ]
     routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout.split()
     return used + [ipaddress.ip_network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
 

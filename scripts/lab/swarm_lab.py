@@ -80,11 +80,22 @@ class Lab(BaseModel):
 
     def swarm_settings(self, memory_gib: float, cpus: float) -> dict:
         """The profile's `swarm` setting for this lab (model/placement.py: SwarmSettings)."""
-        return {"docker_host": f"unix://{self.manager.socket}", "registry": self.registry,
-                "build_network": "host",  # the daemons have no default bridge; `host` is the node's own namespace
-                "nodes": [{"name": n.name, "address": n.address, "role": "manager" if i == 0 else "worker",
-                           "memory_gib": memory_gib, "cpus": cpus, "docker_host": f"unix://{n.socket}"}
-                          for i, n in enumerate(self.nodes)]}
+        return {
+            "docker_host": f"unix://{self.manager.socket}",
+            "registry": self.registry,
+            "build_network": "host",  # the daemons have no default bridge; `host` is the node's own namespace
+            "nodes": [
+                {
+                    "name": n.name,
+                    "address": n.address,
+                    "role": "manager" if i == 0 else "worker",
+                    "memory_gib": memory_gib,
+                    "cpus": cpus,
+                    "docker_host": f"unix://{n.socket}",
+                }
+                for i, n in enumerate(self.nodes)
+            ],
+        }
 
 
 def run(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess[str]:
@@ -129,11 +140,17 @@ def up(nodes: int, lab_id: str | None = None) -> Lab:
     if not lab_id.isalnum() or len(lab_id) > 6:
         raise ValueError(f"lab id {lab_id!r}: at most 6 letters or digits (interface names are short)")
     if missing := missing_tools():
-        raise RuntimeError(f"{', '.join(missing)} missing (apt-get install docker.io iproute2 iptables util-linux "
-                           "docker-registry)")
+        raise RuntimeError(
+            f"{', '.join(missing)} missing (apt-get install docker.io iproute2 iptables util-linux docker-registry)"
+        )
     subnet = free_subnet()
-    lab = Lab(id=lab_id, state_dir=str(STATE_ROOT / lab_id), subnet=str(subnet), bridge=f"agsw{lab_id}",
-              host_address=str(subnet.network_address + 1))
+    lab = Lab(
+        id=lab_id,
+        state_dir=str(STATE_ROOT / lab_id),
+        subnet=str(subnet),
+        bridge=f"agsw{lab_id}",
+        host_address=str(subnet.network_address + 1),
+    )
     if (Path(lab.state_dir) / "lab.json").exists():
         raise RuntimeError(f"lab {lab_id} exists already ({lab.state_dir}); `down {lab_id}` first")
     lab.save()
@@ -155,15 +172,30 @@ def _network(lab: Lab, nodes: int) -> None:
     run("ip", "link", "add", lab.bridge, "type", "bridge")
     run("ip", "addr", "add", f"{lab.host_address}/{net.prefixlen}", "dev", lab.bridge)
     run("ip", "link", "set", lab.bridge, "up")
-    lab.forward_rule = ["-i", lab.bridge, "-o", lab.bridge, "-m", "comment", "--comment", f"agensh-swarm-lab-{lab.id}",
-                        "-j", "ACCEPT"]
+    lab.forward_rule = [
+        "-i",
+        lab.bridge,
+        "-o",
+        lab.bridge,
+        "-m",
+        "comment",
+        "--comment",
+        f"agensh-swarm-lab-{lab.id}",
+        "-j",
+        "ACCEPT",
+    ]
     run("iptables", "-I", "FORWARD", "1", *lab.forward_rule)
     lab.save()
     for i in range(1, nodes + 1):
         name = f"n{i}"
-        node = LabNode(name=name, netns=f"agensh-swarm-{lab.id}-{name}", address=str(net.network_address + 10 + i),
-                       socket=str(RUN_ROOT / lab.id / name / "docker.sock"),
-                       data_root=str(Path(lab.state_dir) / name / "docker"), exec_root=str(RUN_ROOT / lab.id / name))
+        node = LabNode(
+            name=name,
+            netns=f"agensh-swarm-{lab.id}-{name}",
+            address=str(net.network_address + 10 + i),
+            socket=str(RUN_ROOT / lab.id / name / "docker.sock"),
+            data_root=str(Path(lab.state_dir) / name / "docker"),
+            exec_root=str(RUN_ROOT / lab.id / name),
+        )
         run("ip", "netns", "add", node.netns)
         lab.nodes.append(node)
         lab.save()
@@ -184,10 +216,30 @@ def _daemon(lab: Lab, node: LabNode) -> None:
     Path(node.data_root).mkdir(parents=True, exist_ok=True)
     log = open(Path(lab.state_dir) / node.name / "dockerd.log", "ab")
     proc = subprocess.Popen(
-        ["nsenter", f"--net=/var/run/netns/{node.netns}", "dockerd", "--data-root", node.data_root,
-         "--exec-root", node.exec_root, "--pidfile", f"{node.exec_root}/dockerd.pid", "-H", f"unix://{node.socket}",
-         "--bridge", "none", "--insecure-registry", lab.subnet, "--log-level", "warn"],
-        stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        [
+            "nsenter",
+            f"--net=/var/run/netns/{node.netns}",
+            "dockerd",
+            "--data-root",
+            node.data_root,
+            "--exec-root",
+            node.exec_root,
+            "--pidfile",
+            f"{node.exec_root}/dockerd.pid",
+            "-H",
+            f"unix://{node.socket}",
+            "--bridge",
+            "none",
+            "--insecure-registry",
+            lab.subnet,
+            "--log-level",
+            "warn",
+        ],
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     node.pid = proc.pid  # nsenter execs dockerd: the same process
     lab.save()
     deadline = time.monotonic() + DAEMON_START_S
@@ -216,11 +268,18 @@ def _registry(lab: Lab) -> None:
     root = Path(lab.state_dir) / "registry"
     root.mkdir(parents=True, exist_ok=True)
     config = root / "config.yml"
-    config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n"
-                      f"  delete:\n    enabled: true\nhttp:\n  addr: {lab.registry}\n")
+    config.write_text(
+        f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n"
+        f"  delete:\n    enabled: true\nhttp:\n  addr: {lab.registry}\n"
+    )
     log = open(root / "registry.log", "ab")
-    proc = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{m.netns}", "docker-registry", "serve", str(config)],
-                            stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        ["nsenter", f"--net=/var/run/netns/{m.netns}", "docker-registry", "serve", str(config)],
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     lab.registry_pid = proc.pid
     lab.save()
     deadline = time.monotonic() + 30
@@ -249,9 +308,9 @@ def demo_images(standin_tag: str = "demo") -> list[str]:
     """What a demo-profile stack on the lab expects on the manager as pulled (scripts/setup/demo_images.py builds them here):
     the stand-in base of the checkout's images and the Mattermost stand-in (by `standin_tag`), the real MariaDB and
     Gitea images, the Copilot CLI the agent base image copies, the task's cleanroom."""
+    from scripts.lab.sandbox import profile_config
     from scripts.setup.copilot_cli import image_name
     from scripts.setup.demo_images import standin_images
-    from scripts.lab.sandbox import profile_config
     from scripts.setup.service_images import GITEA_IMAGE, MARIADB_IMAGE
 
     cfg = profile_config("demo.profile.yaml")
@@ -282,8 +341,9 @@ def _stop(pid: int | None, wait_s: float) -> None:
 
 def _mounts_under(roots: list[str]) -> list[str]:
     points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-    return sorted({p for p in points if any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots)},
-                  key=len, reverse=True)
+    return sorted(
+        {p for p in points if any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots)}, key=len, reverse=True
+    )
 
 
 def down(lab: Lab) -> list[str]:

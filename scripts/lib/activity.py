@@ -50,7 +50,7 @@ def parse(text: str) -> list[dict]:
         if not line.startswith(PREFIX) or len(line) > MAX_LINE:
             continue
         try:
-            event = json.loads(line[len(PREFIX):])
+            event = json.loads(line[len(PREFIX) :])
         except ValueError:
             continue
         if isinstance(event, dict) and isinstance(event.get("kind"), str):
@@ -91,10 +91,16 @@ def session(events: list[dict]) -> Session:
 
     versions = [e.get("copilot_version") for e in events if e["kind"] == "session"]
     stamps = [str(e.get("at")) for e in events if e.get("at")]
-    return Session(copilot_version=str(versions[-1]) if versions and versions[-1] else None, prompts=count("prompt"),
-                   turns=count("turn_end"), tool_calls=count("tool_call"), watchdog=count("watchdog"),
-                   errors=count("prompt_error"), first_at=stamps[0] if stamps else None,
-                   last_at=stamps[-1] if stamps else None)
+    return Session(
+        copilot_version=str(versions[-1]) if versions and versions[-1] else None,
+        prompts=count("prompt"),
+        turns=count("turn_end"),
+        tool_calls=count("tool_call"),
+        watchdog=count("watchdog"),
+        errors=count("prompt_error"),
+        first_at=stamps[0] if stamps else None,
+        last_at=stamps[-1] if stamps else None,
+    )
 
 
 def keep(events: list[dict], dest: Path) -> None:

@@ -11,9 +11,9 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from model import steps
 from model.rundir import CopyDir, RunDir

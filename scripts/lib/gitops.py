@@ -20,12 +20,40 @@ from model import contract
 
 # Config that stops a repository from running anything: no hooks, no fsmonitor, no pager or editor, no filters'
 # external processes for `git archive` (its tar.*.command), and no signing programs.
-SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.pager=cat", "-c", "core.editor=true",
-        "-c", "core.sshCommand=false", "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false",
-        "-c", "tar.tar.gz.command=gzip -cn", "-c", "tar.tgz.command=gzip -cn", "-c", "protocol.allow=never",
-        "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always", "-c", "protocol.file.allow=always")
-IDENTITY = {"GIT_AUTHOR_NAME": "pbench", "GIT_AUTHOR_EMAIL": "pbench@agensh.local",
-            "GIT_COMMITTER_NAME": "pbench", "GIT_COMMITTER_EMAIL": "pbench@agensh.local"}
+SAFE = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "core.editor=true",
+    "-c",
+    "core.sshCommand=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "tag.gpgSign=false",
+    "-c",
+    "tar.tar.gz.command=gzip -cn",
+    "-c",
+    "tar.tgz.command=gzip -cn",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "protocol.http.allow=always",
+    "-c",
+    "protocol.https.allow=always",
+    "-c",
+    "protocol.file.allow=always",
+)
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "pbench",
+    "GIT_AUTHOR_EMAIL": "pbench@agensh.local",
+    "GIT_COMMITTER_NAME": "pbench",
+    "GIT_COMMITTER_EMAIL": "pbench@agensh.local",
+}
 
 
 def with_user(url: str, user: str) -> str:
@@ -57,10 +85,34 @@ def git(*args: str, cwd: Path | None = None, password: str | None = None, check:
 def sandbox_git(image: str, workspace: Path, *args: str, binary: bool = False) -> str | bytes:
     """Git in the agent's own sandbox: `image` (the worker's), the workspace at /workspace, as the worker's uid, no
     network, no capabilities, no privilege gain. Returns stdout (bytes with `binary`, e.g. `git archive`)."""
-    cmd = ["docker", "run", "--rm", "--network", "none", "--user", contract.WORKER_USER, "--cap-drop", "ALL",
-           "--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp", "-e", "HOME=/tmp",
-           "-v", f"{workspace}:/workspace", "-w", "/workspace", "--entrypoint", "git",
-           *[a for k, v in IDENTITY.items() for a in ("-e", f"{k}={v}")], image, *SAFE, *args]
+    cmd = [
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--user",
+        contract.WORKER_USER,
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--read-only",
+        "--tmpfs",
+        "/tmp",
+        "-e",
+        "HOME=/tmp",
+        "-v",
+        f"{workspace}:/workspace",
+        "-w",
+        "/workspace",
+        "--entrypoint",
+        "git",
+        *[a for k, v in IDENTITY.items() for a in ("-e", f"{k}={v}")],
+        image,
+        *SAFE,
+        *args,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=not binary)
     if out.returncode != 0:
         err = out.stderr if isinstance(out.stderr, str) else out.stderr.decode(errors="replace")

@@ -11,8 +11,10 @@ from model.records import Host, Revision
 
 def revision(path: Path) -> Revision:
     """Git revision of the repository holding `path`, and whether `path` has uncommitted changes."""
+
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True).stdout.strip()
+
     rev = git("rev-parse", "HEAD")
     if not rev:
         return Revision(path=str(path), revision=None, dirty=None)

@@ -17,9 +17,17 @@ class HTTPFailure(Exception):
         self.status, self.body = status, body
 
 
-def request(method: str, url: str, body: Any = None, *, auth: tuple[str, str] | None = None,
-            token: str | None = None, attempts: int = 30, pause: float = 2.0,
-            ok: tuple[int, ...] = ()) -> tuple[int, Any, dict[str, str]]:
+def request(
+    method: str,
+    url: str,
+    body: Any = None,
+    *,
+    auth: tuple[str, str] | None = None,
+    token: str | None = None,
+    attempts: int = 30,
+    pause: float = 2.0,
+    ok: tuple[int, ...] = (),
+) -> tuple[int, Any, dict[str, str]]:
     """Send a JSON request; statuses in `ok` count as success besides 2xx. Connection errors are retried."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json", "Accept": "application/json"}

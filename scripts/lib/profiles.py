@@ -21,8 +21,11 @@ def plain_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The plain `agensh:` settings of a stack file's `config:` without the prefix; secrets (`{secure: ...}`) are
     left out, structured settings (cleanroom_digests) kept."""
     prefix = f"{NAMESPACE}:"
-    return {k[len(prefix):]: v for k, v in config.items()
-            if k.startswith(prefix) and not (isinstance(v, dict) and set(v) == {"secure"})}
+    return {
+        k[len(prefix) :]: v
+        for k, v in config.items()
+        if k.startswith(prefix) and not (isinstance(v, dict) and set(v) == {"secure"})
+    }
 
 
 def load_profile(stack: str) -> Profile:
@@ -30,8 +33,9 @@ def load_profile(stack: str) -> Profile:
     FileNotFoundError when there is none."""
     path = stack_file(stack)
     if not path.is_file():
-        raise FileNotFoundError(f"no stack file {path}; create the stack with "
-                                f"`.venv/bin/python -m scripts.cli new-stack {stack}` first")
+        raise FileNotFoundError(
+            f"no stack file {path}; create the stack with `.venv/bin/python -m scripts.cli new-stack {stack}` first"
+        )
     p = parse_profile(plain_settings((yaml.safe_load(path.read_text()) or {}).get("config") or {}))
     return p.model_copy(update={"agensh_checkout": str(p.checkout_path(ROOT))})
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
@@ -25,8 +26,8 @@ from programbench.submission import aggregate
 from programbench.utils.load_data import get_active_branches, get_ignored_tests
 from pydantic import ValidationError
 
-from model.profile import Profile
 from model import steps
+from model.profile import Profile
 from model.records import Event, GateResult, Manifest, Receipt, Score, Session, ShutdownResult, read_record
 from model.rundir import MARKERS, RunDir
 from scripts.lib.scoring import assess, instances
@@ -57,8 +58,11 @@ def receipts(rd: RunDir, task_id: str | None) -> tuple[dict[str, Receipt[Any]], 
     """The receipts of the task (or the run) by step, and the steps this checkout has no result model for (listed,
     not read: a run made by a newer checkout)."""
     names = rd.receipt_steps(task_id)
-    known = {s: read(rd.receipt(s, task_id), lambda p, s=s: steps.parse_receipt(s, p.read_text()))
-             for s in names if s in steps.RESULTS}
+    known = {
+        s: read(rd.receipt(s, task_id), lambda p, s=s: steps.parse_receipt(s, p.read_text()))
+        for s in names
+        if s in steps.RESULTS
+    }
     return known, [s for s in names if s not in steps.RESULTS]
 
 
@@ -169,8 +173,14 @@ def branches_of(result: EvaluationResult, instance: dict[str, Any]) -> tuple[lis
     for name in dict.fromkeys([*kept.test_branches, *(t.branch for t in tests.values())]):
         mine = [t for t in tests.values() if t.branch == name]
         counts = {s: n for s in STATUSES if (n := sum(t.status == s for t in mine))}
-        out.append(Branch(name, counts, [(t.name, t.status) for t in mine if not t.is_resolved],
-                          kept.test_branch_errors.get(name, [])))
+        out.append(
+            Branch(
+                name,
+                counts,
+                [(t.name, t.status) for t in mine if not t.is_resolved],
+                kept.test_branch_errors.get(name, []),
+            )
+        )
     return out, sorted(set(result.test_branches) - set(active))
 
 
@@ -182,14 +192,23 @@ def judged(rd: RunDir, task_id: str) -> tuple[Score, str]:
     try:
         return read(rd.eval_json(task_id), lambda _: assess(rd, task_id)), "judged by the report (no score.json yet)"
     except StepFailed as err:  # not a task of this ProgramBench
-        return Score(task_id=task_id, score=None, raw_score=None, complete=False, problems=[str(err)],
-                     eval_json=str(rd.eval_json(task_id))), "not scored"
+        return Score(
+            task_id=task_id,
+            score=None,
+            raw_score=None,
+            complete=False,
+            problems=[str(err)],
+            eval_json=str(rd.eval_json(task_id)),
+        ), "not scored"
 
 
 def load_task(rd: RunDir, task_id: str, wake_offsets: list[float]) -> Task:
     known, unknown = receipts(rd, task_id)  # first: the score reads some of them, and a bad one is named here
-    data = read(rd.eval_json(task_id), lambda p: EvaluationResult.model_validate_json(p.read_bytes())) \
-        if rd.eval_json(task_id).exists() else None
+    data = (
+        read(rd.eval_json(task_id), lambda p: EvaluationResult.model_validate_json(p.read_bytes()))
+        if rd.eval_json(task_id).exists()
+        else None
+    )
     record, score_from = judged(rd, task_id)
     task = Task(task_id, record, score_from, data is not None, known, unknown, markers(rd, task_id))
     if data is not None:
@@ -221,8 +240,11 @@ def headlines(manifest: Manifest, tasks: list[Task]) -> tuple[dict[str, Any] | N
     scores = {t.task_id: t.record.score for t in tasks if t.record.score is not None}
     if not scores:
         return None, None, "no complete score yet"
-    return (aggregate(scores, len(manifest.requested_task_ids or tasks)).as_dict(), None,
-            "computed by the report from the complete scores (the manifest has no headline yet)")
+    return (
+        aggregate(scores, len(manifest.requested_task_ids or tasks)).as_dict(),
+        None,
+        "computed by the report from the complete scores (the manifest has no headline yet)",
+    )
 
 
 def load_run(index: int, path: Path) -> Run:
@@ -250,8 +272,16 @@ def pairs(runs: list[Run]) -> list[dict[str, Any]]:
                 if tt is None:
                     continue
                 b, t = bt.record.score, tt.record.score
-                out.append({"task_id": bt.task_id, "team": team, "baseline": base, "team_task": tt,
-                            "baseline_task": bt, "difference": t - b if t is not None and b is not None else None})
+                out.append(
+                    {
+                        "task_id": bt.task_id,
+                        "team": team,
+                        "baseline": base,
+                        "team_task": tt,
+                        "baseline_task": bt,
+                        "difference": t - b if t is not None and b is not None else None,
+                    }
+                )
     return out
 
 
@@ -284,12 +314,18 @@ def receipt_details(r: Receipt[Any]) -> str:
 
 
 def render(runs: list[Run]) -> str:
-    env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).parent),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(score=fmt_score, took=took, value=fmt_value, details=receipt_details)
     all_tasks = list(dict.fromkeys(t.task_id for r in runs for t in r.tasks))
-    return env.get_template("report.html.j2").render(runs=runs, tasks=all_tasks, pairs=pairs(runs),
-                                                     shown_tests=SHOWN_TESTS)
+    return env.get_template("report.html.j2").render(
+        runs=runs, tasks=all_tasks, pairs=pairs(runs), shown_tests=SHOWN_TESTS
+    )
 
 
 def write(path: Path, text: str) -> None:

@@ -11,9 +11,9 @@ from programbench.constants import TASKS_DIR
 from programbench.submission import score_instance
 from programbench.utils.load_data import load_all_instances
 
+from model import steps
 from model.records import ExportResult, Score, ShutdownResult
 from model.rundir import EXPORT_FAILED, RunDir
-from model import steps
 from scripts.lib.step import StepFailed
 
 COMPILE_STEP = "compile"
@@ -42,7 +42,10 @@ def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[s
     if data.get("error_code"):
         failed = [e["step"] for e in data.get("log", []) if e.get("returncode") not in (0, None)]
         what = "compile failure" if COMPILE_STEP in failed else "evaluator error"
-        out.append(f"{what}: error_code={data['error_code']}" + (f" ({data.get('error_details')})" if data.get("error_details") else ""))
+        out.append(
+            f"{what}: error_code={data['error_code']}"
+            + (f" ({data.get('error_details')})" if data.get("error_details") else "")
+        )
     if data.get("test_branch_errors"):
         out.append(f"test_branch_errors: {json.dumps(data['test_branch_errors'], sort_keys=True)}")
     shutdown = steps.result_of(rd, steps.SHUTDOWN, task_id, ShutdownResult)
@@ -59,6 +62,12 @@ def assess(rd: RunDir, task_id: str) -> Score:
     problems = problems_of(rd, task_id, data)
     raw = score_instance(eval_json, instance(task_id)) if data is not None and not data.get("error_code") else None
     export = steps.result_of(rd, steps.EXPORT, task_id, ExportResult)
-    return Score(task_id=task_id, score=raw if not problems else None, raw_score=raw, complete=not problems,
-                 problems=problems, eval_json=str(eval_json),
-                 export_recovered_from=export.recovered_from if export else None)
+    return Score(
+        task_id=task_id,
+        score=raw if not problems else None,
+        raw_score=raw,
+        complete=not problems,
+        problems=problems,
+        eval_json=str(eval_json),
+        export_recovered_from=export.recovered_from if export else None,
+    )

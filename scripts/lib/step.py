@@ -14,9 +14,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -113,9 +114,16 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_step(step: StepDef, rd: RunDir, task_id: str | None, inputs: BaseModel, body: Callable[[], Record],
-             failure_marker: str | None = None, extra_digest: dict[str, Any] | None = None,
-             keep_marker: Callable[[Record], str | None] = lambda _: None) -> int:
+def run_step(
+    step: StepDef,
+    rd: RunDir,
+    task_id: str | None,
+    inputs: BaseModel,
+    body: Callable[[], Record],
+    failure_marker: str | None = None,
+    extra_digest: dict[str, Any] | None = None,
+    keep_marker: Callable[[Record], str | None] = lambda _: None,
+) -> int:
     """Run a step once. A failure leaves a failed receipt and, for a task, its failure marker (`failure_marker`, or
     the one a StepFailed names), which keeps the score from being reported as complete. A success withdraws the
     markers this step left earlier, except the one `keep_marker` names (a recovered export keeps EXPORT_FAILED).
@@ -146,8 +154,16 @@ def exclusive(lock: Path, step: str) -> Iterator[None]:
         yield
 
 
-def _run_locked(step: str, rd: RunDir, task_id: str | None, path: Path, key: str, body: Callable[[], Record],
-                failure_marker: str | None, keep_marker: Callable[[Record], str | None]) -> int:
+def _run_locked(
+    step: str,
+    rd: RunDir,
+    task_id: str | None,
+    path: Path,
+    key: str,
+    body: Callable[[], Record],
+    failure_marker: str | None,
+    keep_marker: Callable[[Record], str | None],
+) -> int:
     if path.exists():
         old = Receipt[Any].model_validate_json(path.read_text())
         if old.inputs_digest == key and old.status == "ok":
@@ -172,8 +188,17 @@ def _run_locked(step: str, rd: RunDir, task_id: str | None, path: Path, key: str
             if name != marker and left.exists() and f" {step}: " in left.read_text():
                 left.unlink()
     receipt = Receipt[type(result) if result is not None else Record](  # type: ignore[misc]
-        step=step, task_id=task_id, inputs_digest=key, started=started, finished=now(),
-        status="ok" if error is None else "failed", result=result, error=error, marker=marker, details=details)
+        step=step,
+        task_id=task_id,
+        inputs_digest=key,
+        started=started,
+        finished=now(),
+        status="ok" if error is None else "failed",
+        result=result,
+        error=error,
+        marker=marker,
+        details=details,
+    )
     write_atomic(path, receipt)
     if error is None:  # the receipt is the step's output; a failure's is in its file (the console shows stderr only)
         print(receipt.model_dump_json())
@@ -191,8 +216,14 @@ def load_inputs(model: type[I], env: Mapping[str, str]) -> I:
     return model.model_validate_json(env["AGENSH_INPUT"])
 
 
-def step_main(step: StepDef, env: Mapping[str, str], body: Callable[[Any, str], Record], secret: str,
-              failure_marker: str | None = None, **kw: Any) -> int:
+def step_main(
+    step: StepDef,
+    env: Mapping[str, str],
+    body: Callable[[Any, str], Record],
+    secret: str,
+    failure_marker: str | None = None,
+    **kw: Any,
+) -> int:
     """The `main()` of a task step that needs one secret: typed inputs from AGENSH_INPUT, the secret from its own
     variable."""
     a = load_inputs(step.inputs, env)
@@ -201,8 +232,9 @@ def step_main(step: StepDef, env: Mapping[str, str], body: Callable[[Any, str], 
         print(f"{step.name}: {secret} is not set", file=sys.stderr)
         return 2
     assert isinstance(a, Inputs)
-    return run_step(step, RunDir(Path(a.run_dir)), getattr(a, "task_id", None), a, lambda: body(a, value),
-                    failure_marker, **kw)
+    return run_step(
+        step, RunDir(Path(a.run_dir)), getattr(a, "task_id", None), a, lambda: body(a, value), failure_marker, **kw
+    )
 
 
 def wait_until(t: float, what: str, every: float = 600) -> None:

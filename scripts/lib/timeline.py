@@ -10,17 +10,28 @@ deadline, reminders, export, archive grace, evaluation), and listed by any step 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import matplotlib
 from matplotlib import dates as mdates
 from matplotlib.figure import Figure
 from matplotlib.markers import MarkerStyle
 
-from model.records import (LATE_S, BaselineSeedResult, EvaluateResult, Event, ExportResult, KickoffResult,
-                                Receipt, Record, RemindersResult, ShutdownResult)
+from model.records import (
+    LATE_S,
+    BaselineSeedResult,
+    EvaluateResult,
+    Event,
+    ExportResult,
+    KickoffResult,
+    Receipt,
+    Record,
+    RemindersResult,
+    ShutdownResult,
+)
 from scripts.lib.step import epoch
 
 
@@ -60,22 +71,27 @@ def kind_of(name: str) -> Kind:
 
 def _kickoff(r: Receipt[Any], deadline: float | None) -> list[Event]:
     k: KickoffResult = r.result
-    return [Event(kind="ramp_start", at=k.ramp_start_epoch, label="ramp start"),
-            Event(kind="kickoff", at=epoch(k.kickoff_at), label="kickoff"),
-            Event(kind="deadline", at=k.deadline_epoch, label="deadline")]
+    return [
+        Event(kind="ramp_start", at=k.ramp_start_epoch, label="ramp start"),
+        Event(kind="kickoff", at=epoch(k.kickoff_at), label="kickoff"),
+        Event(kind="deadline", at=k.deadline_epoch, label="deadline"),
+    ]
 
 
 def _baseline_seed(r: Receipt[Any], deadline: float | None) -> list[Event]:
     b: BaselineSeedResult = r.result
-    return [Event(kind="work_start", at=b.started_epoch, label="work start"),
-            Event(kind="deadline", at=b.deadline_epoch, label="deadline")]
+    return [
+        Event(kind="work_start", at=b.started_epoch, label="work start"),
+        Event(kind="deadline", at=b.deadline_epoch, label="deadline"),
+    ]
 
 
 def _reminders(r: Receipt[Any], deadline: float | None) -> list[Event]:
     rem: RemindersResult = r.result
     due = epoch(rem.deadline)  # each reminder is posted `minutes` before the deadline (skipped: was due then)
-    return ([Event(kind="reminder", at=due - 60 * m, label=f"{m} min left") for m in rem.posted]
-            + [Event(kind="reminder_skipped", at=due - 60 * m, label=f"{m} min (skipped)") for m in rem.skipped])
+    return [Event(kind="reminder", at=due - 60 * m, label=f"{m} min left") for m in rem.posted] + [
+        Event(kind="reminder_skipped", at=due - 60 * m, label=f"{m} min (skipped)") for m in rem.skipped
+    ]
 
 
 def _export(r: Receipt[Any], deadline: float | None) -> list[Event]:
@@ -98,8 +114,12 @@ def _evaluate(r: Receipt[Any], deadline: float | None) -> list[Event]:
 
 # The events each step result implies, by the result's model.
 SOURCES: dict[type[Record], Callable[[Receipt[Any], float | None], list[Event]]] = {
-    KickoffResult: _kickoff, BaselineSeedResult: _baseline_seed, RemindersResult: _reminders, ExportResult: _export,
-    ShutdownResult: _shutdown, EvaluateResult: _evaluate,
+    KickoffResult: _kickoff,
+    BaselineSeedResult: _baseline_seed,
+    RemindersResult: _reminders,
+    ExportResult: _export,
+    ShutdownResult: _shutdown,
+    EvaluateResult: _evaluate,
 }
 
 
@@ -128,7 +148,7 @@ def task_events(receipts: dict[str, Receipt[Any]], wake_offsets: list[float]) ->
 
 
 def utc(t: float) -> datetime:
-    return datetime.fromtimestamp(t, timezone.utc)
+    return datetime.fromtimestamp(t, UTC)
 
 
 def _draw(ax: Any, kind: Kind, group: list[Event], y: float) -> None:
@@ -136,17 +156,43 @@ def _draw(ax: Any, kind: Kind, group: list[Event], y: float) -> None:
     spans = [e for e in group if e.end is not None]
     points = [e for e in group if e.end is None]
     if spans:
-        ax.broken_barh([(mdates.date2num(utc(e.at)), mdates.date2num(utc(e.end)) - mdates.date2num(utc(e.at)))
-                        for e in spans if e.end is not None], (y - 0.3, 0.6), color=kind.color, label=kind.title)
+        ax.broken_barh(
+            [
+                (mdates.date2num(utc(e.at)), mdates.date2num(utc(e.end)) - mdates.date2num(utc(e.at)))
+                for e in spans
+                if e.end is not None
+            ],
+            (y - 0.3, 0.6),
+            color=kind.color,
+            label=kind.title,
+        )
     if points:
-        colors = ({"facecolors": kind.color if kind.filled else "none", "edgecolors": kind.color}
-                  if MarkerStyle(kind.marker).is_filled() else {"color": kind.color})
-        ax.scatter([utc(e.at) for e in points], [y] * len(points), marker=kind.marker, s=36, zorder=3,
-                   label=kind.title, **colors)
+        colors = (
+            {"facecolors": kind.color if kind.filled else "none", "edgecolors": kind.color}
+            if MarkerStyle(kind.marker).is_filled()
+            else {"color": kind.color}
+        )
+        ax.scatter(
+            [utc(e.at) for e in points],
+            [y] * len(points),
+            marker=kind.marker,
+            s=36,
+            zorder=3,
+            label=kind.title,
+            **colors,
+        )
         late = [e for e in points if (e.late_s or 0) > LATE_S]
         if late:
-            ax.scatter([utc(e.at) for e in late], [y] * len(late), marker="o", s=90, zorder=2, facecolors="none",
-                       edgecolors="#cb181d", label=f"{kind.title} late")
+            ax.scatter(
+                [utc(e.at) for e in late],
+                [y] * len(late),
+                marker="o",
+                s=90,
+                zorder=2,
+                facecolors="none",
+                edgecolors="#cb181d",
+                label=f"{kind.title} late",
+            )
     if kind.rule:
         for e in group:
             ax.axvline(utc(e.at), color=kind.color, linewidth=0.8, linestyle="--", zorder=1)
@@ -159,11 +205,18 @@ def _annotate(ax: Any, events: list[Event], row: dict[str, int], top: float) -> 
         kind = kind_of(e.kind)
         text = e.label + (f" (late {e.late_s:.0f} s)" if (e.late_s or 0) > LATE_S else "")
         if kind.rule:
-            ax.annotate(text, (utc(e.at), top), xytext=(3, -9), textcoords="offset points", fontsize=7,
-                        color=kind.color)
+            ax.annotate(
+                text, (utc(e.at), top), xytext=(3, -9), textcoords="offset points", fontsize=7, color=kind.color
+            )
         else:
-            ax.annotate(text, (utc(e.at), row[kind.lane]), xytext=(3, 7 if n % 2 == 0 else -13),
-                        textcoords="offset points", fontsize=7, color="#252525")
+            ax.annotate(
+                text,
+                (utc(e.at), row[kind.lane]),
+                xytext=(3, 7 if n % 2 == 0 else -13),
+                textcoords="offset points",
+                fontsize=7,
+                color="#252525",
+            )
 
 
 def plot_svg(events: list[Event], salt: str) -> str:
@@ -172,8 +225,15 @@ def plot_svg(events: list[Event], salt: str) -> str:
     lanes = [lane for lane in LANES if any(kind_of(e.kind).lane == lane for e in events)]
     row = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
     top = len(lanes) + 0.1
-    with matplotlib.rc_context({"svg.fonttype": "none", "text.parse_math": False, "svg.hashsalt": salt,
-                                "font.size": 8, "font.family": "sans-serif"}):
+    with matplotlib.rc_context(
+        {
+            "svg.fonttype": "none",
+            "text.parse_math": False,
+            "svg.hashsalt": salt,
+            "font.size": 8,
+            "font.family": "sans-serif",
+        }
+    ):
         width, height = 11.0, 1.2 + 0.5 * len(lanes)  # inches; fixed margins (a tight bounding box draws twice)
         fig = Figure(figsize=(width, height))
         fig.subplots_adjust(left=0.9 / width, right=1 - 1.5 / width, bottom=0.55 / height, top=1 - 0.15 / height)
@@ -184,13 +244,13 @@ def plot_svg(events: list[Event], salt: str) -> str:
         _annotate(ax, events, row, top)
         ax.set_yticks(list(row.values()), list(row))
         ax.set_ylim(-0.7, top)
-        locator = mdates.AutoDateLocator(tz=timezone.utc)
+        locator = mdates.AutoDateLocator(tz=UTC)
         ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=timezone.utc))
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))
         ax.set_xlabel("UTC")
         ax.grid(axis="x", color="#eeeeee")
         ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1), fontsize=7, frameon=False)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Creator": None, "Date": None, "Format": None, "Type": None})
     svg = buf.getvalue()
-    return svg[svg.index("<svg"):]
+    return svg[svg.index("<svg") :]

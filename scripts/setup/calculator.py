@@ -23,7 +23,7 @@ BASE_IMAGE = "agensh-base:bookworm"
 # A correct program for the fixture: compile.sh at the submission's root produces ./executable.
 SOLUTION = {
     "compile.sh": "#!/bin/sh\ncp calculator.sh executable\nchmod +x executable\n",
-    "calculator.sh": '#!/bin/bash\n# calculator A OP B\necho $(( $1 $2 $3 ))\n',
+    "calculator.sh": "#!/bin/bash\n# calculator A OP B\necho $(( $1 $2 $3 ))\n",
 }
 
 
@@ -36,8 +36,13 @@ def build_cleanroom(org: str, labels: dict[str, str]) -> str:
     image = cleanroom_image(org)
     label_args = [a for k, v in sorted(labels.items()) for a in ("--label", f"{k}={v}")]
     dockerfile = f"FROM {BASE_IMAGE}\nWORKDIR /workspace\n"
-    subprocess.run(["docker", "build", "-q", "-t", image, *label_args, "-"], input=dockerfile.encode(),
-                   check=True, capture_output=True, env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"})
+    subprocess.run(
+        ["docker", "build", "-q", "-t", image, *label_args, "-"],
+        input=dockerfile.encode(),
+        check=True,
+        capture_output=True,
+        env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"},
+    )
     return image
 
 
@@ -48,8 +53,11 @@ def blob_dir(dest: Path) -> Path:
         out = dest / TASK / "tests" / f"{branch}.tar.gz"
         out.parent.mkdir(parents=True, exist_ok=True)
         with tarfile.open(out, "w:gz") as tar:
-            tar.add(task_dir / "tests" / branch / "eval", arcname="eval",
-                    filter=lambda ti: None if "__pycache__" in ti.name else ti)
+            tar.add(
+                task_dir / "tests" / branch / "eval",
+                arcname="eval",
+                filter=lambda ti: None if "__pycache__" in ti.name else ti,
+            )
     return dest
 
 

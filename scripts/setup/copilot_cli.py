@@ -49,8 +49,13 @@ def install_dir(version: str) -> Path:
 def reported_version(executable: Path) -> str:
     """What the CLI says it is (`copilot --version`), run with auto-update off in a throwaway HOME."""
     with tempfile.TemporaryDirectory() as home:
-        out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=60,
-                             env={"PATH": "/usr/bin:/bin", "HOME": home, **NO_UPDATE})
+        out = subprocess.run(
+            [str(executable), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "HOME": home, **NO_UPDATE},
+        )
     found = contract.COPILOT_VERSION_OUT.search(out.stdout)
     if not found:
         raise CopilotError(f"{executable} --version said {(out.stdout + out.stderr).strip()[-200:]!r}")
@@ -72,20 +77,27 @@ def install(version: str) -> Path:
     served = subprocess.run([npm, "view", f"{PACKAGE}@{version}", "version"], capture_output=True, text=True)
     if served.returncode or version not in served.stdout.split():
         said = next((line for line in (served.stderr or served.stdout).splitlines() if line.strip()), "no answer")
-        raise CopilotError(f"npm does not serve {PACKAGE}@{version} ({said.strip()}); `npm view {PACKAGE} versions` "
-                           "lists those it does")
+        raise CopilotError(
+            f"npm does not serve {PACKAGE}@{version} ({said.strip()}); `npm view {PACKAGE} versions` "
+            "lists those it does"
+        )
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=dest.parent))
     t0 = time.monotonic()
     try:
-        out = subprocess.run([npm, "install", "--prefix", str(part), "--no-audit", "--no-fund", "--no-save",
-                              f"{PACKAGE}@{version}"], capture_output=True, text=True)
+        out = subprocess.run(
+            [npm, "install", "--prefix", str(part), "--no-audit", "--no-fund", "--no-save", f"{PACKAGE}@{version}"],
+            capture_output=True,
+            text=True,
+        )
         if out.returncode:
             raise CopilotError(f"npm install {PACKAGE}@{version} failed: {out.stderr.strip()[-400:]}")
         cli = part / CLI
         if not cli.exists():
-            raise CopilotError(f"npm installed {PACKAGE}@{version} without its CLI: npm does not serve "
-                               f"{PLATFORM_PACKAGE}@{version} (choose another version)")
+            raise CopilotError(
+                f"npm installed {PACKAGE}@{version} without its CLI: npm does not serve "
+                f"{PLATFORM_PACKAGE}@{version} (choose another version)"
+            )
         got = reported_version(cli)
         if got != version:
             raise CopilotError(f"npm installed {PACKAGE}@{version} but its CLI says {got}")
@@ -107,15 +119,22 @@ def image(version: str) -> str:
         archive = Path(tmp) / "copilot.tar"
         with tarfile.open(archive, "w") as tar:
             tar.add(root, arcname="opt/copilot")
-        subprocess.run(["docker", "import", "--change", f"LABEL agensh.copilot.version={version}", str(archive),
-                        name], check=True, capture_output=True)
+        subprocess.run(
+            ["docker", "import", "--change", f"LABEL agensh.copilot.version={version}", str(archive), name],
+            check=True,
+            capture_output=True,
+        )
     return name
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("version", nargs="?", default=contract.OFFLINE_ACP_COPILOT_VERSION,
-                        help="the @github/copilot version (default: the demo's, %(default)s)")
+    parser.add_argument(
+        "version",
+        nargs="?",
+        default=contract.OFFLINE_ACP_COPILOT_VERSION,
+        help="the @github/copilot version (default: the demo's, %(default)s)",
+    )
     try:
         print(image(parser.parse_args(argv).version))
     except (CopilotError, subprocess.CalledProcessError) as err:

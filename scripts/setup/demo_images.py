@@ -46,8 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     standin, mattermost = standin_images(parser.parse_args(argv).standin_tag)
     t0 = time.monotonic()
     try:
-        real = [service_images.mariadb_image(), service_images.gitea_image(),
-                copilot_cli.image(contract.OFFLINE_ACP_COPILOT_VERSION)]
+        real = [
+            service_images.mariadb_image(),
+            service_images.gitea_image(),
+            copilot_cli.image(contract.OFFLINE_ACP_COPILOT_VERSION),
+        ]
     except RuntimeError as err:
         print(f"demo images: {err}", file=sys.stderr)
         return 1
@@ -56,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     build(mattermost, dockerfile=f"FROM {standin}\nLABEL agensh.standin.role=mattermost\n", label="mattermost")
     image = calculator.build_cleanroom("agensh-demo", {"agensh.standin": "cleanroom"})
     calculator.blob_dir(BLOBS)
-    print(f"demo images ({time.monotonic() - t0:.0f} s): real {', '.join(real)}; stand-ins {standin}, {mattermost}; "
-          f"{image}; test blobs in {BLOBS}")
+    print(
+        f"demo images ({time.monotonic() - t0:.0f} s): real {', '.join(real)}; stand-ins {standin}, {mattermost}; "
+        f"{image}; test blobs in {BLOBS}"
+    )
     return 0
 
 

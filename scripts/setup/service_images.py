@@ -84,15 +84,40 @@ def build_gitea(version: str, dest: Path) -> None:
             path.chmod(path.stat().st_mode | 0o200)
         say(f"building Gitea {version} from {GITEA_MODULE} (a few minutes on 2 cores; cached afterwards)")
         # No build tags: the project uses MySQL, so no SQLite and no cgo; assets are read from the work path.
-        run("nice", "-n", "10", "go", "build", "-trimpath", "-tags", "",
-            "-ldflags", f"-s -w -X main.Version={version} -X main.Tags=", "-o", str(out / "gitea"), ".",
-            cwd=src, env={"CGO_ENABLED": "0"})
+        run(
+            "nice",
+            "-n",
+            "10",
+            "go",
+            "build",
+            "-trimpath",
+            "-tags",
+            "",
+            "-ldflags",
+            f"-s -w -X main.Version={version} -X main.Tags=",
+            "-o",
+            str(out / "gitea"),
+            ".",
+            cwd=src,
+            env={"CGO_ENABLED": "0"},
+        )
         for folder in GITEA_DIST[1:]:
             shutil.copytree(src / folder, out / folder)
-        (out / "BUILD.json").write_text(json.dumps({
-            "module": GITEA_MODULE, "version": version, "sum": module.get("Sum"), "tags": "", "cgo": False,
-            "go": run("go", "env", "GOVERSION").strip(), "seconds": round(time.monotonic() - t0),
-        }, indent=2) + "\n")
+        (out / "BUILD.json").write_text(
+            json.dumps(
+                {
+                    "module": GITEA_MODULE,
+                    "version": version,
+                    "sum": module.get("Sum"),
+                    "tags": "",
+                    "cgo": False,
+                    "go": run("go", "env", "GOVERSION").strip(),
+                    "seconds": round(time.monotonic() - t0),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         if dest.exists():  # without BUILD.json (checked under the lock) it is no complete build
             shutil.rmtree(dest)
         out.rename(dest)
@@ -102,8 +127,11 @@ def build_gitea(version: str, dest: Path) -> None:
 # ------------------------------------------------------------------------------------------------ images
 def image_key(tag: str) -> tuple[str, str] | None:
     """The image id of `tag` and its `agensh.image.key` label, or None when there is no such image."""
-    out = subprocess.run(["docker", "image", "inspect", "-f", '{{.Id}} {{index .Config.Labels "agensh.image.key"}}',
-                          tag], capture_output=True, text=True)
+    out = subprocess.run(
+        ["docker", "image", "inspect", "-f", '{{.Id}} {{index .Config.Labels "agensh.image.key"}}', tag],
+        capture_output=True,
+        text=True,
+    )
     return tuple(out.stdout.split()) if out.returncode == 0 else None  # type: ignore[return-value]
 
 
@@ -116,8 +144,9 @@ def build_key(files: dict[str, Path], extra: str) -> str:
     return h.hexdigest()[:16]
 
 
-def build_image(tag: str, files: dict[str, Path], extra: str = "", labels: dict[str, str] | None = None,
-                saved: Path | None = None) -> bool:
+def build_image(
+    tag: str, files: dict[str, Path], extra: str = "", labels: dict[str, str] | None = None, saved: Path | None = None
+) -> bool:
     """Build `tag` from `files` (context name -> file or folder; "Dockerfile" among them) unless an image with the
     same key exists (the files, not the folders, are hashed). The context is streamed to `docker build -` as a tar.
     With `saved` (a folder) the built image is also kept there as `<key>.tar` (`docker save`), and loaded from it
@@ -132,11 +161,17 @@ def build_image(tag: str, files: dict[str, Path], extra: str = "", labels: dict[
             say(f"loaded {tag} from {saved / f'{key}.tar'}")
             return False
     t0 = time.monotonic()
-    label_args = [a for k, v in sorted({**(labels or {}), "agensh.image.key": key}.items())
-                  for a in ("--label", f"{k}={v}")]
+    label_args = [
+        a for k, v in sorted({**(labels or {}), "agensh.image.key": key}.items()) for a in ("--label", f"{k}={v}")
+    ]
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: docker's errors cannot block the upload
-        proc = subprocess.Popen(["docker", "build", "-q", "-t", tag, *label_args, "-"], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **LEGACY_BUILDER})
+        proc = subprocess.Popen(
+            ["docker", "build", "-q", "-t", tag, *label_args, "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, **LEGACY_BUILDER},
+        )
         assert proc.stdin is not None
         try:
             with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.GNU_FORMAT) as tar:
@@ -166,8 +201,12 @@ def gitea_image(tag: str = GITEA_IMAGE, version: str = GITEA_VERSION, labels: di
     dist, here = gitea_dist(version), SERVICES / "gitea"
     files = {name: here / name for name in ("Dockerfile", "entrypoint.sh", "app.ini")}
     files |= {f"dist/{name}": dist / name for name in (*GITEA_DIST, "BUILD.json")}  # BUILD.json keys the build
-    build_image(tag, files, extra=version,
-                labels={"org.opencontainers.image.version": version, "agensh.service": "gitea", **(labels or {})})
+    build_image(
+        tag,
+        files,
+        extra=version,
+        labels={"org.opencontainers.image.version": version, "agensh.service": "gitea", **(labels or {})},
+    )
     return tag
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pulumi
 import pytest
@@ -60,8 +61,9 @@ class RecordingMonitor(MockMonitor):
     def RegisterResource(self, request):  # noqa: N802 (gRPC name)
         resp = super().RegisterResource(request)
         inputs = pulumi.runtime.rpc.deserialize_properties(request.object) if request.custom else {}
-        self.regs[request.name] = Reg(request.type, request.name, inputs, request.parent, list(request.dependencies),
-                                      resp.urn)
+        self.regs[request.name] = Reg(
+            request.type, request.name, inputs, request.parent, list(request.dependencies), resp.urn
+        )
         return resp
 
 

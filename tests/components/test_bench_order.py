@@ -24,8 +24,9 @@ def test_plain_side_waits_for_what_each_container_depends_on(tmp_path: Path, run
     lay = bare_layout(tmp_path)
     regs = run_program(lambda: Experiment("experiment", lay.p, secrets(), project_dir=tmp_path).images.ids)
     name_of = {r.urn: r.inputs["name"] for r in regs.values() if r.type == CONTAINER}
-    declared = {r.inputs["name"]: {name_of[u] for u in r.deps if u in name_of}
-                for r in regs.values() if r.type == CONTAINER}
+    declared = {
+        r.inputs["name"]: {name_of[u] for u in r.deps if u in name_of} for r in regs.values() if r.type == CONTAINER
+    }
     assert len(declared) == len(lay.containers) == 8 + 2 * 3 * 2  # platform with the demo's model, 2 tasks x 3 x 2
     for c, _ in lay.containers:
         assert set(lay.deps(c)) == declared[c.name], c.name
@@ -42,7 +43,8 @@ def test_compose_file_has_the_same_order_and_waits(tmp_path: Path):
     assert worker["depends_on"]["omcgitea-bench-order-gitea"] == {"condition": "service_healthy"}
     assert set(worker["depends_on"]) == set(lay.deps(next(c for c, _ in lay.containers if c.name.endswith("worker-1"))))
     assert spec["services"]["omcgitea-bench-order-gitea"]["depends_on"] == {
-        "omcgitea-bench-order-mysql": {"condition": "service_healthy"}}
+        "omcgitea-bench-order-mysql": {"condition": "service_healthy"}
+    }
 
 
 def test_run_dag_keeps_the_order_and_the_parallelism():
@@ -58,10 +60,15 @@ def test_run_dag_keeps_the_order_and_the_parallelism():
             time.sleep(0.02)
             with lock:
                 running[0] -= 1
+
         return run
 
-    nodes = {"a": ([], job("a")), "b": (["a"], job("b")),
-             **{f"c{i}": (["b"], job(f"c{i}")) for i in range(6)}, "d": ([f"c{i}" for i in range(6)], job("d"))}
+    nodes = {
+        "a": ([], job("a")),
+        "b": (["a"], job("b")),
+        **{f"c{i}": (["b"], job(f"c{i}")) for i in range(6)},
+        "d": ([f"c{i}" for i in range(6)], job("d")),
+    }
     bench.run_dag(nodes, parallel=3)
     assert started[:2] == ["a", "b"] and started[-1] == "d" and len(started) == len(nodes)
     assert peak[0] == 3

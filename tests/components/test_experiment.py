@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import pytest
@@ -65,8 +64,11 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     assert egress.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.255.0/24"
     data = nets[f"omcgitea-{stack}-data"]
     assert data.inputs["internal"] is True and data.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.128.0/24"
-    on_data = sorted(labels_of(r)["agensh.role"] for r in containers.values()
-                     if f"omcgitea-{stack}-data" in [a["name"] for a in r.inputs["networksAdvanced"]])
+    on_data = sorted(
+        labels_of(r)["agensh.role"]
+        for r in containers.values()
+        if f"omcgitea-{stack}-data" in [a["name"] for a in r.inputs["networksAdvanced"]]
+    )
     assert on_data == sorted(["gitea", "mattermost", "mysql", *["router"] * workers])  # the database and its users
     mysql_nets = [a["name"] for a in containers[f"omcgitea-{stack}-mysql"].inputs["networksAdvanced"]]
     assert f"omcgitea-{stack}-internal" not in mysql_nets  # workers cannot reach the database
@@ -74,9 +76,14 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     assert sorted(holders) == sorted(f"omcgitea-{stack}-{s}" for s in ("gitea", "mattermost", "mysql"))  # no router
     operator = nets[f"omcgitea-{stack}-operator"]
     assert operator.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.254.0/24" and not operator.inputs.get("internal")
-    on_operator = sorted(n for n, r in containers.items()
-                         if f"omcgitea-{stack}-operator" in [a["name"] for a in r.inputs["networksAdvanced"]])
-    assert on_operator == sorted(f"omcgitea-{stack}-{s}" for s in ("board", "gitea", "mattermost", "mysql", "secret-service"))
+    on_operator = sorted(
+        n
+        for n, r in containers.items()
+        if f"omcgitea-{stack}-operator" in [a["name"] for a in r.inputs["networksAdvanced"]]
+    )
+    assert on_operator == sorted(
+        f"omcgitea-{stack}-{s}" for s in ("board", "gitea", "mattermost", "mysql", "secret-service")
+    )
     assert all(containers[n].inputs["ports"] for n in on_operator)  # exactly the services that publish ports
 
     workers_ = [r for r in containers.values() if labels_of(r)["agensh.role"] == "worker"]
@@ -93,7 +100,10 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     assert all(r.inputs["memory"] == 8 * 1024 for r in routers)
 
     proxy = containers[f"omcgitea-{stack}-egress-proxy"]
-    assert sorted(n["name"] for n in proxy.inputs["networksAdvanced"]) == [f"omcgitea-{stack}-egress", f"omcgitea-{stack}-internal"]
+    assert sorted(n["name"] for n in proxy.inputs["networksAdvanced"]) == [
+        f"omcgitea-{stack}-egress",
+        f"omcgitea-{stack}-internal",
+    ]
     assert env_of(proxy)["LLM_UPSTREAM_TOKEN"] == SECRET_VALUES["llm_upstream_token"]
     assert is_secret(proxy.inputs["envs"])  # secrets stay secret in state
     holders = [n for n, r in containers.items() if SECRET_VALUES["llm_upstream_token"] in repr(r.inputs.get("envs"))]
@@ -119,14 +129,20 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     proxy_urn = urn["experiment-platform-egress-proxy"]
     assert len(platform_children) == 7
     assert set(regs["experiment-preflight-model"].deps) & platform_children == {proxy_urn}
-    assert all(urn["experiment-preflight-model"] in r.deps for r in containers.values()
-               if r.parent == platform_urn and r.urn != proxy_urn)
+    assert all(
+        urn["experiment-preflight-model"] in r.deps
+        for r in containers.values()
+        if r.parent == platform_urn and r.urn != proxy_urn
+    )
     seed = regs["experiment-jgm-pandoc-5caad90-seed"]
     assert platform_children | {urn["experiment-preflight-model"]} <= set(seed.deps)
     assert all(urn["experiment-jgm-pandoc-5caad90-seed"] in w.deps for w in workers_ + routers)
     worker_image = next(r for r in by_type[IMAGE] if labels_of_build(r).get("agensh.role") == "worker-image")
     assert all(worker_image.urn in w.deps for w in workers_)
-    assert worker_image.inputs["build"]["buildArgs"]["TASK_IMAGE"] == "programbench/jgm_1776_pandoc.5caad90:task_cleanroom_v6"
+    assert (
+        worker_image.inputs["build"]["buildArgs"]["TASK_IMAGE"]
+        == "programbench/jgm_1776_pandoc.5caad90:task_cleanroom_v6"
+    )
     assert urn["experiment-host-install"] in regs["experiment-platform-mysql"].deps
 
 
@@ -159,9 +175,16 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     wake = json.loads(unsecret(regs[f"{a}-wake"].inputs["environment"])["AGENSH_INPUT"])
     assert list(wake["workers"].values()) == [30.0 * n for n in range(8)]
     assert list(wake["workers"]) == [w.inputs["name"] for w in workers]
-    for first, then in (("kickoff", "export"), ("export", "shutdown"), ("shutdown", "evaluate"), ("evaluate", "score"),
-                        ("kickoff", "reminders"), ("reminders", "shutdown"), ("kickoff", "nudges"),
-                        ("nudges", "shutdown")):
+    for first, then in (
+        ("kickoff", "export"),
+        ("export", "shutdown"),
+        ("shutdown", "evaluate"),
+        ("evaluate", "score"),
+        ("kickoff", "reminders"),
+        ("reminders", "shutdown"),
+        ("kickoff", "nudges"),
+        ("nudges", "shutdown"),
+    ):
         assert after(f"{a}-{then}", f"{a}-{first}")
     # task b starts after task a's shutdown, not after its evaluation: evaluation overlaps the next task
     assert after(f"{b}-seed", f"{a}-shutdown")
@@ -169,7 +192,9 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     # each task's results are copied out once scored; the manifest finishes after every copy, the run's copy is last
     assert after(f"{a}-preserve", f"{a}-score") and after(f"{b}-preserve", f"{b}-score")
     assert after("experiment-manifest-finish", f"{a}-preserve") and after("experiment-manifest-finish", f"{b}-preserve")
-    assert after("experiment-report", "experiment-manifest-finish") and after("experiment-preserve-run", "experiment-report")
+    assert after("experiment-report", "experiment-manifest-finish") and after(
+        "experiment-preserve-run", "experiment-report"
+    )
     # the run's copy is the last step: every resource is something it waits for, so a destroy deletes it first and its
     # delete (the check that every result has its verified copy) runs before anything else is deleted
     by_urn = {r.urn: r for r in regs.values()}

@@ -14,11 +14,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def pins() -> dict[str, str]:
-    lines = (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines() \
-        if (ROOT / "scripts" / "setup" / "versions.env").exists() else (ROOT / "scripts" / "versions.env").read_text().splitlines()
+    lines = (
+        (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines()
+        if (ROOT / "scripts" / "setup" / "versions.env").exists()
+        else (ROOT / "scripts" / "versions.env").read_text().splitlines()
+    )
     env = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
-    return {"pulumi": env["PULUMI_PY_VERSION"], "pulumi_docker": env["PULUMI_DOCKER_VERSION"],
-            "pulumi_command": env["PULUMI_COMMAND_VERSION"]}
+    return {
+        "pulumi": env["PULUMI_PY_VERSION"],
+        "pulumi_docker": env["PULUMI_DOCKER_VERSION"],
+        "pulumi_command": env["PULUMI_COMMAND_VERSION"],
+    }
 
 
 def test_the_workarounds_were_measured_with_the_pins():

@@ -22,8 +22,11 @@ def test_every_declared_step_is_the_tables(tmp_path: Path, run_program):
             if " -m scripts." not in create:
                 continue
             module_args = create.split(" -m ", 1)[1]
-            match = [s for s in steps.STEPS if f"{s.module} {s.args}".strip() == module_args
-                     and reg.name.endswith(f"-{s.suffix}")]
+            match = [
+                s
+                for s in steps.STEPS
+                if f"{s.module} {s.args}".strip() == module_args and reg.name.endswith(f"-{s.suffix}")
+            ]
             assert len(match) == 1, (reg.name, create)
             declared.add(match[0])
     assert declared == set(steps.STEPS)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from model import contract, placement
 from components.experiment import Experiment
+from model import contract, placement
 from model.topology import Layout
 from tests.components.conftest import SECRET_VALUES, secrets, stack_profile
 from tests.components.test_experiment import unsecret
@@ -35,11 +35,14 @@ def test_swarm_graph(tmp_path: Path, run_program):
         assert spec["restartPolicy"]["condition"] == "none"
         # a worker has no task until the wake step scales it to 1 at its ramp offset
         assert services[c.name]["mode"]["replicated"]["replicas"] == (0 if c.role == "worker" else 1)
-        assert spec["containerSpec"]["image"].startswith("10.40.0.11:5000/") and "@sha256:" in spec["containerSpec"]["image"]
+        assert (
+            spec["containerSpec"]["image"].startswith("10.40.0.11:5000/")
+            and "@sha256:" in spec["containerSpec"]["image"]
+        )
         if c.role == "worker":
             assert spec["containerSpec"]["user"] == contract.WORKER_USER
             assert spec["containerSpec"]["capDrops"] == ["ALL"]
-            assert spec["resources"]["limits"]["memoryBytes"] == 64 * 1024 ** 3
+            assert spec["resources"]["limits"]["memoryBytes"] == 64 * 1024**3
             assert len(spec["networksAdvanceds"]) == 1  # the internal network only, no published port
             assert not (services[c.name].get("endpointSpec") or {}).get("ports")
     # the bootstrap runs to completion on the manager, attached to the internal overlay network
@@ -69,7 +72,8 @@ def test_swarm_graph(tmp_path: Path, run_program):
     assert token not in json.dumps(services) and token not in json.dumps(unsecret(bootstrap.inputs))
     # every image a service runs was pushed to the registry; the prompts travel as configs
     assert len(by_type["docker:index/registryImage:RegistryImage"]) == len(
-        {s["taskSpec"]["containerSpec"]["image"].split("@")[0] for s in services.values()})
+        {s["taskSpec"]["containerSpec"]["image"].split("@")[0] for s in services.values()}
+    )
     assert [r.inputs["data"] for r in by_type["docker:index/serviceConfig:ServiceConfig"]]
     # the steps use the manager's Docker and reach the services on the manager's published ports
     steps = {r.name: unsecret(r.inputs) for r in by_type["command:local:Command"]}

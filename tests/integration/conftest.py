@@ -8,8 +8,8 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -38,7 +38,9 @@ def kill_session(proc: subprocess.Popen[str]) -> None:
 def systemd_host(tmp_path: Path, docker_engine: None):
     """A container booting systemd and sshd on an internal network, with this host's Docker socket and client.
     Yields its name, address, its SSH host key, the SSH private key (text and file) accepted for root, and a run id."""
-    built = subprocess.run(["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True)
+    built = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     run = uuid.uuid4().hex[:8]
     key = tmp_path / "id_ed25519"
@@ -47,21 +49,56 @@ def systemd_host(tmp_path: Path, docker_engine: None):
     octet = free_octet()
     docker("network", "create", "--internal", "--subnet", f"10.{octet}.0.0/28", "--label", f"agensh.test={run}", net)
     try:
-        docker("run", "-d", "--name", name, "--label", f"agensh.test={run}", "--network", net,
-               "--ip", f"10.{octet}.0.5", "--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined",
-               "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
-               "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", f"{shutil.which('docker')}:/usr/local/bin/docker:ro",
-               "-v", f"{key}.pub:/root/.ssh/authorized_keys:ro", "agensh-systemd-host:bookworm", "/sbin/init")
+        docker(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--label",
+            f"agensh.test={run}",
+            "--network",
+            net,
+            "--ip",
+            f"10.{octet}.0.5",
+            "--cap-add",
+            "SYS_ADMIN",
+            "--security-opt",
+            "seccomp=unconfined",
+            "--cgroupns=host",
+            "-v",
+            "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+            "--tmpfs",
+            "/run",
+            "--tmpfs",
+            "/run/lock",
+            "-v",
+            "/var/run/docker.sock:/var/run/docker.sock",
+            "-v",
+            f"{shutil.which('docker')}:/usr/local/bin/docker:ro",
+            "-v",
+            f"{key}.pub:/root/.ssh/authorized_keys:ro",
+            "agensh-systemd-host:bookworm",
+            "/sbin/init",
+        )
         for _ in range(60):
             state = docker("exec", name, "systemctl", "is-system-running", check=False)
-            if state in ("running", "degraded") and docker("exec", name, "systemctl", "is-active", "ssh", check=False) == "active":
+            if (
+                state in ("running", "degraded")
+                and docker("exec", name, "systemctl", "is-active", "ssh", check=False) == "active"
+            ):
                 break
             time.sleep(1)
         else:
             raise AssertionError(f"systemd did not come up: {state}")
         host_key = docker("exec", name, "cat", "/etc/ssh/ssh_host_ed25519_key.pub").rsplit(" ", 1)[0]
-        yield {"name": name, "ip": f"10.{octet}.0.5", "key": key.read_text(), "key_path": str(key), "run": run,
-               "host_key": host_key}
+        yield {
+            "name": name,
+            "ip": f"10.{octet}.0.5",
+            "key": key.read_text(),
+            "key_path": str(key),
+            "run": run,
+            "host_key": host_key,
+        }
     finally:
         docker("rm", "-f", name, check=False)
         docker("network", "rm", net, check=False)

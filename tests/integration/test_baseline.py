@@ -22,10 +22,23 @@ TASK = "testorg__calculator.abc1234"
 def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str, base_image: str):
     profile, octet = f"baseit-{uuid.uuid4().hex[:4]}", free_octet()
     standin = demo_images.standin_images(profile)  # private tags, as in test_demo: no other run's images touched
-    proj = project_copy(tmp_path, profile, profile_config(
-        "demo-baseline.profile.yaml", profile=profile, pair_with=None, internal_subnet=f"10.{octet}.242.0/24",
-        egress_subnet=f"10.{octet}.243.0/24", llm_upstream=f"http://10.{octet}.243.3:8080", data_root=str(tmp_path / "data"),
-        traj_root=str(tmp_path / "traj"), keep_pulled_images=True, uncached=True), standin_image=standin[0])
+    proj = project_copy(
+        tmp_path,
+        profile,
+        profile_config(
+            "demo-baseline.profile.yaml",
+            profile=profile,
+            pair_with=None,
+            internal_subnet=f"10.{octet}.242.0/24",
+            egress_subnet=f"10.{octet}.243.0/24",
+            llm_upstream=f"http://10.{octet}.243.3:8080",
+            data_root=str(tmp_path / "data"),
+            traj_root=str(tmp_path / "traj"),
+            keep_pulled_images=True,
+            uncached=True,
+        ),
+        standin_image=standin[0],
+    )
     env = isolated_env(tmp_path, "base-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -37,8 +50,20 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str, 
     try:
         run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", profile)
         shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")
-        run(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none")
-        run(*pulumi, "up", "--yes", "--policy-pack", "policies", "--policy-pack-config", f"stacks/{profile}.policy.json")
+        run(
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "new-stack",
+            profile,
+            "--from",
+            f"stacks/{profile}.profile.yaml",
+            "--env-file",
+            "none",
+        )
+        run(
+            *pulumi, "up", "--yes", "--policy-pack", "policies", "--policy-pack-config", f"stacks/{profile}.policy.json"
+        )
         run_dir = tmp_path / "data" / profile / "20261129t000000z"
         score = json.loads((run_dir / TASK / "score.json").read_text())
         assert score["score"] == 1.0 and score["complete"], score
@@ -56,8 +81,11 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str, 
         assert json.loads((run_dir / "run_manifest.json").read_text())["completed"] == 1
         assert (run_dir / "result_index.jsonl").exists()
         containers = labelled(profile)["containers"]
-        ports = subprocess.run(["docker", "inspect", "-f", "{{json .HostConfig.PortBindings}}", *containers],
-                               capture_output=True, text=True).stdout.split()
+        ports = subprocess.run(
+            ["docker", "inspect", "-f", "{{json .HostConfig.PortBindings}}", *containers],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         assert len(containers) == 4 and all(p in ("{}", "null") for p in ports)  # proxy, model, worker, sidecar
         run(*pulumi, "destroy", "--yes", "--skip-preview")
         assert labelled(profile) == {"containers": [], "networks": [], "volumes": [], "images": []}

@@ -21,10 +21,9 @@ import yaml
 
 from model import contract
 from model.profile import parse_profile
-from model.roles import spec
-from model.topology import Layout
-from model.roles import ROLES
+from model.roles import ROLES, spec
 from model.rundir import ProfileDir
+from model.topology import Layout
 from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
@@ -46,22 +45,34 @@ def reach_from_worker_1(profile: str, proj: Path) -> None:
     worker = by_role[("worker", 1)].name
 
     def code(url: str) -> str:
-        out = subprocess.run(["docker", "exec", worker, "curl", "-s", "-o", "/dev/null", "-m", "3", "-w", "%{http_code}",
-                              url], capture_output=True, text=True)
+        out = subprocess.run(
+            ["docker", "exec", worker, "curl", "-s", "-o", "/dev/null", "-m", "3", "-w", "%{http_code}", url],
+            capture_output=True,
+            text=True,
+        )
         return out.stdout.strip() or "000"
 
-    answer = {role: f"http://{by_role[(role, None)].internal_ip}:{ROLES[role].port}{path}" for role, path in (
-        ("egress-proxy", "/healthz"), ("gitea", "/api/healthz"), ("mattermost", "/api/v4/system/ping"),
-        ("board", "/healthz"), ("secret-service", "/healthz"))}
+    answer = {
+        role: f"http://{by_role[(role, None)].internal_ip}:{ROLES[role].port}{path}"
+        for role, path in (
+            ("egress-proxy", "/healthz"),
+            ("gitea", "/api/healthz"),
+            ("mattermost", "/api/v4/system/ping"),
+            ("board", "/healthz"),
+            ("secret-service", "/healthz"),
+        )
+    }
     answer["own router"] = f"http://{by_role[('worker', 1)].router_ip}:{ROLES['router'].port}/healthz"
     answer["own token"] = f"http://{by_role[('secret-service', None)].internal_ip}:8080/token/{TASK}-1"
     for what, url in answer.items():
         assert code(url) == "200", what
-    refused = {"worker 2's token": f"http://{by_role[('secret-service', None)].internal_ip}:8080/token/{TASK}-2",
-               "the database": f"http://{by_role[('mysql', None)].data_ip}:3306/",
-               "the model": f"http://{by_role[('model', None)].egress_ip}:8080/v1/models",
-               "the egress gateway": f"http://{p.egress_network.network_address + 1}/",
-               "outside": "http://192.0.2.1/"}  # TEST-NET-1: nothing leaves an internal network anyway
+    refused = {
+        "worker 2's token": f"http://{by_role[('secret-service', None)].internal_ip}:8080/token/{TASK}-2",
+        "the database": f"http://{by_role[('mysql', None)].data_ip}:3306/",
+        "the model": f"http://{by_role[('model', None)].egress_ip}:8080/v1/models",
+        "the egress gateway": f"http://{p.egress_network.network_address + 1}/",
+        "outside": "http://192.0.2.1/",
+    }  # TEST-NET-1: nothing leaves an internal network anyway
     for what, url in refused.items():
         assert code(url) in ("000", "403"), what
 
@@ -80,8 +91,9 @@ def check_report_in_chromium(page: Path, run_dir: Path, tmp: Path) -> None:
     assert seen.requests == []
     c = card(seen.dom, TASK)
     assert (c.field("score"), c.field("status")) == ("1.0000", "scored")
-    assert_timeline(c, ("ramp start", "wake", "kickoff", "reminder", "deadline", "export", "archive grace",
-                        "evaluation"))
+    assert_timeline(
+        c, ("ramp start", "wake", "kickoff", "reminder", "deadline", "export", "archive grace", "evaluation")
+    )
     manifest = json.loads((run_dir / "run_manifest.json").read_text())
     provenance = seen.dom.find("section", **{"class": "provenance"})[0]
     assert provenance.field("profile-digest") == manifest["profile_digest"]
@@ -98,19 +110,39 @@ def assert_no_secret(values, *roots: Path) -> None:
 
 def labelled(profile: str) -> dict[str, list[str]]:
     f = f"label=agensh.profile={profile}"
-    kinds = {"containers": ["ps", "-aq"], "networks": ["network", "ls", "-q"], "volumes": ["volume", "ls", "-q"],
-             "images": ["images", "-q"]}
-    return {k: subprocess.run(["docker", *cmd, "--filter", f], capture_output=True, text=True).stdout.split()
-            for k, cmd in kinds.items()}
+    kinds = {
+        "containers": ["ps", "-aq"],
+        "networks": ["network", "ls", "-q"],
+        "volumes": ["volume", "ls", "-q"],
+        "images": ["images", "-q"],
+    }
+    return {
+        k: subprocess.run(["docker", *cmd, "--filter", f], capture_output=True, text=True).stdout.split()
+        for k, cmd in kinds.items()
+    }
 
 
 def worker_logs(profile: str) -> str:
     """The scripted workers' logs (what they did against Gitea), for a failure's message."""
-    names = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}", "--filter", f"label={contract.PROFILE_LABEL}="
-                            f"{profile}", "--filter", f"label={contract.ROLE_LABEL}=worker"], capture_output=True,
-                           text=True).stdout.split()
-    return "\n".join(f"--- {n}\n" + subprocess.run(["docker", "logs", n], capture_output=True, text=True).stdout[-2000:]
-                     for n in sorted(names))
+    names = subprocess.run(
+        [
+            "docker",
+            "ps",
+            "-a",
+            "--format",
+            "{{.Names}}",
+            "--filter",
+            f"label={contract.PROFILE_LABEL}={profile}",
+            "--filter",
+            f"label={contract.ROLE_LABEL}=worker",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return "\n".join(
+        f"--- {n}\n" + subprocess.run(["docker", "logs", n], capture_output=True, text=True).stdout[-2000:]
+        for n in sorted(names)
+    )
 
 
 @pytest.fixture
@@ -120,10 +152,23 @@ def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
     images of another (the real Gitea and MariaDB images are keyed by their content and kept)."""
     profile, octet = f"demoit-{uuid.uuid4().hex[:4]}", free_octet()
     standin, mattermost = demo_images.standin_images(profile)
-    proj = project_copy(tmp_path, profile, profile_config(
-        "demo.profile.yaml", profile=profile, subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080",
-        data_root=str(tmp_path / "data"), traj_root=str(tmp_path / "traj"), keep_pulled_images=True,
-        mysql_max_connections=MAX_CONNECTIONS, uncached=True, mattermost_image=mattermost), standin_image=standin)
+    proj = project_copy(
+        tmp_path,
+        profile,
+        profile_config(
+            "demo.profile.yaml",
+            profile=profile,
+            subnet_octet=octet,
+            llm_upstream=f"http://10.{octet}.255.3:8080",
+            data_root=str(tmp_path / "data"),
+            traj_root=str(tmp_path / "traj"),
+            keep_pulled_images=True,
+            mysql_max_connections=MAX_CONNECTIONS,
+            uncached=True,
+            mattermost_image=mattermost,
+        ),
+        standin_image=standin,
+    )
     env = isolated_env(tmp_path, "demo-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run(*args: str, check: bool = True, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -132,16 +177,33 @@ def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
         return out
 
     run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", profile)
-    shutil.copy(proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json")  # as scripts/setup/demo.sh does
-    run(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--from", f"stacks/{profile}.profile.yaml", "--env-file", "none",
-        "--set", "host_units=off")
+    shutil.copy(
+        proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json"
+    )  # as scripts/setup/demo.sh does
+    run(
+        sys.executable,
+        "-m",
+        "scripts.cli",
+        "new-stack",
+        profile,
+        "--from",
+        f"stacks/{profile}.profile.yaml",
+        "--env-file",
+        "none",
+        "--set",
+        "host_units=off",
+    )
     yield proj, profile, env, run, tmp_path / "data" / profile, tmp_path / "traj", tmp_path / "state"
     subprocess.run(["pkill", "-f", str(proj)], capture_output=True)  # any step program a failed test left running
     run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
     run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
     left = labelled(profile)
-    for kind, cmd in (("containers", ["rm", "-f"]), ("networks", ["network", "rm"]), ("volumes", ["volume", "rm"]),
-                      ("images", ["rmi", "-f"])):
+    for kind, cmd in (
+        ("containers", ["rm", "-f"]),
+        ("networks", ["network", "rm"]),
+        ("volumes", ["volume", "rm"]),
+        ("images", ["rmi", "-f"]),
+    ):
         if left[kind]:
             subprocess.run(["docker", *cmd, *left[kind]], capture_output=True)
     subprocess.run(["docker", "rmi", mattermost, standin], capture_output=True)
@@ -160,14 +222,23 @@ def test_demo_resumes_scores_and_cleans_up(demo):
                 name = r["urn"].rsplit("::", 1)[1].removeprefix("experiment-").removeprefix(f"{SLUG}-")
                 steps[name] = (r.get("id"), r.get("created"))
         return steps
-    preview = run("pulumi", "preview", "--non-interactive", "-s", profile, *policy, extra=PREVIEW_ENV)  # as `make preview`
+
+    preview = run(
+        "pulumi", "preview", "--non-interactive", "-s", profile, *policy, extra=PREVIEW_ENV
+    )  # as `make preview`
     assert "agensh@v0.0.1" in preview.stdout and "mandatory" not in preview.stdout
 
     # First up, killed (its whole session: `pulumi`, its plugins, the step programs) while the export step waits for
     # the deadline.
     log = open(proj / "up1.log", "w")
-    first = subprocess.Popen(["pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy],
-                             cwd=proj, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    first = subprocess.Popen(
+        ["pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy],
+        cwd=proj,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         run_dir = data / "20261129t000000z"
         kickoff = run_dir / TASK / "receipts" / "kickoff.json"
@@ -222,22 +293,39 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     check_report_in_chromium(Path(outputs["report"]), run_dir, proj.parent)
     assert outputs["provenance"]["manifest"]["requested_task_ids"] == [TASK]
     # every worker was a real Copilot CLI session at the pin; the report shows each one's turns and tool calls
-    assert sorted(outputs["provenance"]["result"]["copilot_versions"].values()) == [contract.OFFLINE_ACP_COPILOT_VERSION] * 2
+    assert (
+        sorted(outputs["provenance"]["result"]["copilot_versions"].values())
+        == [contract.OFFLINE_ACP_COPILOT_VERSION] * 2
+    )
     sessions = json.loads((run_dir / TASK / "receipts" / "shutdown.json").read_text())["result"]["sessions"]
     assert len(sessions) == 2 and all(s["turns"] >= 1 and s["tool_calls"] >= 5 for s in sessions.values()), sessions
     assert Path(outputs["report"]).read_text().count('data-field="turns"') == 2
     assert env["LLM_UPSTREAM_TOKEN"] not in json.dumps(outputs)
-    stats = subprocess.run(["docker", "exec", f"omcgitea-{profile}-model", "curl", "-s", "http://127.0.0.1:8080/stats"],
-                           capture_output=True, text=True).stdout
+    stats = subprocess.run(
+        ["docker", "exec", f"omcgitea-{profile}-model", "curl", "-s", "http://127.0.0.1:8080/stats"],
+        capture_output=True,
+        text=True,
+    ).stdout
     assert json.loads(stats)["ok"] >= 3  # preflight and both workers reached the stand-in model through the proxy
 
     gitea = f"http://{outputs['addresses'][contract.resource_name(profile, 'gitea')]['internal']}:{ROLES['gitea'].port}"
     gitea_proves_the_pull_request_flow(gitea, ProfileDir(data), export["commit"], proj.parent)
-    query = ("SELECT @@max_connections, COUNT(*) FROM information_schema.tables "
-             f"WHERE table_schema = '{contract.GITEA_DATABASE}'")
-    mysql = subprocess.run(["docker", "exec", contract.resource_name(profile, "mysql"), "sh", "-c",
-                            f'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mariadb -uroot -h 127.0.0.1 -N -B -e "{query}"'],
-                           capture_output=True, text=True)  # the password stays inside the container
+    query = (
+        "SELECT @@max_connections, COUNT(*) FROM information_schema.tables "
+        f"WHERE table_schema = '{contract.GITEA_DATABASE}'"
+    )
+    mysql = subprocess.run(
+        [
+            "docker",
+            "exec",
+            contract.resource_name(profile, "mysql"),
+            "sh",
+            "-c",
+            f'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mariadb -uroot -h 127.0.0.1 -N -B -e "{query}"',
+        ],
+        capture_output=True,
+        text=True,
+    )  # the password stays inside the container
     connections, gitea_tables = map(int, mysql.stdout.split())
     assert connections == MAX_CONNECTIONS and gitea_tables > 50, mysql.stderr  # Gitea's data is in MariaDB
 
@@ -246,9 +334,13 @@ def test_demo_resumes_scores_and_cleans_up(demo):
 
     # Secrets stay where the contract puts them: each container holds only the secrets its role is given (the model
     # token: the proxy and the demo's stand-in model, as a hash), no receipt or log holds one
-    secrets = {k.split(":", 1)[1]: v["value"] for k, v in json.loads(run(
-        "pulumi", "config", "--show-secrets", "--json", "--non-interactive", "-s", profile).stdout).items()
-        if v.get("secret")}
+    secrets = {
+        k.split(":", 1)[1]: v["value"]
+        for k, v in json.loads(
+            run("pulumi", "config", "--show-secrets", "--json", "--non-interactive", "-s", profile).stdout
+        ).items()
+        if v.get("secret")
+    }
     assert set(secrets) == set(contract.SECRET_KEYS)
     raw = yaml.safe_load((proj / "stacks" / f"{profile}.profile.yaml").read_text())["config"]
     p = parse_profile({k.split(":", 1)[1]: v for k, v in raw.items()})

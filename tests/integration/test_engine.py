@@ -21,8 +21,11 @@ def docker(*args: str) -> str:
 
 def labelled(run: str) -> dict[str, str]:
     f = f"label=agensh.test={run}"
-    return {"containers": docker("ps", "-aq", "--filter", f), "networks": docker("network", "ls", "-q", "--filter", f),
-            "images": docker("images", "-q", "--filter", f)}
+    return {
+        "containers": docker("ps", "-aq", "--filter", f),
+        "networks": docker("network", "ls", "-q", "--filter", f),
+        "images": docker("images", "-q", "--filter", f),
+    }
 
 
 def purge(run: str) -> None:
@@ -44,7 +47,9 @@ def project(tmp_path: Path, pulumi_engine: str):
     context.mkdir()
     busybox = shutil.which("busybox") or "/bin/busybox"
     shutil.copy(busybox, context / "busybox")
-    (context / "Dockerfile").write_text('FROM scratch\nCOPY busybox /bin/busybox\nCMD ["/bin/busybox", "sleep", "3600"]\n')
+    (context / "Dockerfile").write_text(
+        'FROM scratch\nCOPY busybox /bin/busybox\nCMD ["/bin/busybox", "sleep", "3600"]\n'
+    )
     (tmp_path / "state").mkdir()
     env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE="engine-test")
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)

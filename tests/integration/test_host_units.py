@@ -26,24 +26,38 @@ def stack(tmp_path: Path, systemd_host, pulumi_engine: str):
     shutil.copytree(Path(__file__).parent / "host_units_project", proj)
     (proj / "Pulumi.yaml").write_text((proj / "Pulumi.yaml").read_text().replace("VIRTUALENV", str(ROOT / ".venv")))
     (tmp_path / "state").mkdir()
-    env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE="t",
-               AGENSH_ROOT=str(ROOT))
+    env = dict(
+        os.environ,
+        PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}",
+        PULUMI_CONFIG_PASSPHRASE="t",
+        AGENSH_ROOT=str(ROOT),
+    )
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
 
     def pulumi(*args: str, stdin: str | None = None, check: bool = True):
-        out = subprocess.run(["pulumi", *args, "--non-interactive", "-s", "units"], cwd=proj, env=env, input=stdin,
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            ["pulumi", *args, "--non-interactive", "-s", "units"],
+            cwd=proj,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+        )
         if not check:
             return out
         assert out.returncode == 0, f"pulumi {args}: {out.stdout}\n{out.stderr}"
         return out.stdout
 
-    subprocess.run(["pulumi", "stack", "init", "units", "--non-interactive"], cwd=proj, env=env, check=True, capture_output=True)
+    subprocess.run(
+        ["pulumi", "stack", "init", "units", "--non-interactive"], cwd=proj, env=env, check=True, capture_output=True
+    )
     pulumi("config", "set", "host", systemd_host["ip"])
     pulumi("config", "set", "host_key", systemd_host["host_key"])
     pulumi("config", "set", "--secret", "key", stdin=systemd_host["key"])
     yield pulumi, systemd_host
-    subprocess.run(["pulumi", "destroy", "--yes", "-s", "units", "--non-interactive"], cwd=proj, env=env, capture_output=True)
+    subprocess.run(
+        ["pulumi", "destroy", "--yes", "-s", "units", "--non-interactive"], cwd=proj, env=env, capture_output=True
+    )
 
 
 def host_exec(host: dict, *cmd: str, check: bool = True) -> str:
@@ -71,13 +85,27 @@ def test_install_reinstall_dry_run_remove(stack):
         for n, labelled in ((1, True), (2, True), (3, False)):
             name = f"agensh-test-guard-{host['run']}-{n}"
             labels = ["--label", f"com.docker.compose.project={project}"] if labelled else []
-            docker("run", "-d", "--name", name, "--network", "none", "--label", f"agensh.test={host['run']}", *labels,
-                   "agensh-systemd-host:bookworm", "sleep", "300")
+            docker(
+                "run",
+                "-d",
+                "--name",
+                name,
+                "--network",
+                "none",
+                "--label",
+                f"agensh.test={host['run']}",
+                *labels,
+                "agensh-systemd-host:bookworm",
+                "sleep",
+                "300",
+            )
             made.append(name)
         listed = host_exec(host, "env", "PBENCH_GUARD_DRY_RUN=1", receipt["guard_exec"])
         ours = sorted(line for line in listed.splitlines() if host["run"] in line)
-        assert ours == [f"would stop agensh-test-guard-{host['run']}-1 ({project})",
-                        f"would stop agensh-test-guard-{host['run']}-2 ({project})"]
+        assert ours == [
+            f"would stop agensh-test-guard-{host['run']}-1 ({project})",
+            f"would stop agensh-test-guard-{host['run']}-2 ({project})",
+        ]
         assert all(docker("inspect", "-f", "{{.State.Running}}", m) == "true" for m in made)  # nothing stopped
     finally:
         docker("rm", "-f", *made, check=False)
@@ -100,9 +128,14 @@ def test_another_host_key_is_refused(stack, tmp_path: Path):
 def test_existing_guard_is_reused_not_overwritten(stack):
     pulumi, host = stack
     other = "/opt/other-checkout/scripts/pbench_reboot_guard.sh"
-    host_exec(host, "sh", "-c", f"mkdir -p $(dirname {other}) && printf '#!/bin/sh\\necho other\\n' > {other} && chmod +x {other} && "
-              f"printf '[Unit]\\nDescription=other\\n[Service]\\nType=oneshot\\nExecStart={other}\\n[Install]\\n"
-              f"WantedBy=multi-user.target\\n' > {GUARD} && systemctl daemon-reload && systemctl enable pbench-reboot-guard")
+    host_exec(
+        host,
+        "sh",
+        "-c",
+        f"mkdir -p $(dirname {other}) && printf '#!/bin/sh\\necho other\\n' > {other} && chmod +x {other} && "
+        f"printf '[Unit]\\nDescription=other\\n[Service]\\nType=oneshot\\nExecStart={other}\\n[Install]\\n"
+        f"WantedBy=multi-user.target\\n' > {GUARD} && systemctl daemon-reload && systemctl enable pbench-reboot-guard",
+    )
     before = host_exec(host, "cat", GUARD)
     pulumi("up", "--yes", "--skip-preview")
     receipt = json.loads(json.loads(pulumi("stack", "output", "--json", "--show-secrets"))["receipt"])

@@ -43,28 +43,68 @@ def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
         return out
 
     try:
-        subprocess.run(["docker", "build", "-q", "-t", standin, "--label", f"agensh.test=modelit-{run}",
-                        str(ROOT / "stacks" / "demo" / "standin")], check=True, capture_output=True,
-                       env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"})
+        subprocess.run(
+            [
+                "docker",
+                "build",
+                "-q",
+                "-t",
+                standin,
+                "--label",
+                f"agensh.test=modelit-{run}",
+                str(ROOT / "stacks" / "demo" / "standin"),
+            ],
+            check=True,
+            capture_output=True,
+            env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"},
+        )
         calculator.build_cleanroom(org, {"agensh.test": f"modelit-{run}"})
-        proj = project_copy(tmp_path, profile, profile_config(
-            "demo.profile.yaml", profile=profile, subnet_octet=octet, llm_upstream=f"http://10.{octet}.255.3:8080",
-            data_root=str(tmp_path / "data"), model=WRONG, uncached=True, cleanroom_org=org, keep_pulled_images=True,
-            mysql_image=standin, gitea_image=standin, mattermost_image=standin))
+        proj = project_copy(
+            tmp_path,
+            profile,
+            profile_config(
+                "demo.profile.yaml",
+                profile=profile,
+                subnet_octet=octet,
+                llm_upstream=f"http://10.{octet}.255.3:8080",
+                data_root=str(tmp_path / "data"),
+                model=WRONG,
+                uncached=True,
+                cleanroom_org=org,
+                keep_pulled_images=True,
+                mysql_image=standin,
+                gitea_image=standin,
+                mattermost_image=standin,
+            ),
+        )
         for dockerfile in (proj / "stacks" / "demo").rglob("Dockerfile*"):
             dockerfile.write_text(dockerfile.read_text().replace("omcgitea-standin:demo", standin))
         policy = json.loads((ROOT / "policies" / "demo.json").read_text())
         policy["model-settings"] = {"allowedModels": [contract.PINNED_MODEL, WRONG]}
         (proj / "policy.json").write_text(json.dumps(policy))
-        run_(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--from", f"stacks/{profile}.profile.yaml",
-             "--env-file", "none", "--set", "host_units=off")
+        run_(
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "new-stack",
+            profile,
+            "--from",
+            f"stacks/{profile}.profile.yaml",
+            "--env-file",
+            "none",
+            "--set",
+            "host_units=off",
+        )
         yield proj, profile, run_, tmp_path / "data" / profile, env
     finally:
         if (tmp_path / "project").exists():
             run_("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
             run_("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
-        for ls, rm in ((["ps", "-aq"], ["rm", "-f"]), (["network", "ls", "-q"], ["network", "rm"]),
-                       (["images", "-q"], ["rmi", "-f"])):
+        for ls, rm in (
+            (["ps", "-aq"], ["rm", "-f"]),
+            (["network", "ls", "-q"], ["network", "rm"]),
+            (["images", "-q"], ["rmi", "-f"]),
+        ):
             left = docker(*ls, "--filter", contract.profile_filter(profile)).split()
             if left:
                 docker(*rm, *left, check=False)
@@ -74,8 +114,20 @@ def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
 def test_a_model_the_gateway_does_not_list_stops_the_launch_before_the_platform(stack):
     proj, profile, run, data, env = stack
     since = int(time.time()) - 1
-    up = run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile,
-             "--policy-pack", "policies", "--policy-pack-config", "policy.json", check=False)
+    up = run(
+        "pulumi",
+        "up",
+        "--yes",
+        "--skip-preview",
+        "--non-interactive",
+        "-s",
+        profile,
+        "--policy-pack",
+        "policies",
+        "--policy-pack-config",
+        "policy.json",
+        check=False,
+    )
     until = int(time.time()) + 1
     output = up.stdout + up.stderr
     assert up.returncode != 0, output[-3000:]
@@ -86,28 +138,73 @@ def test_a_model_the_gateway_does_not_list_stops_the_launch_before_the_platform(
     assert receipt["status"] == "failed"
     assert fix in receipt["details"]["checks"]["model-list"]["detail"]
 
-    events = docker("events", "--since", str(since), "--until", str(until), "--filter", "type=container",
-                    "--filter", "event=create", "--filter", contract.profile_filter(profile), "--format", "{{json .Actor}}")
-    created = {(a["Attributes"].get(contract.ROLE_LABEL), a["Attributes"]["name"])
-               for a in map(json.loads, events.splitlines())}
+    events = docker(
+        "events",
+        "--since",
+        str(since),
+        "--until",
+        str(until),
+        "--filter",
+        "type=container",
+        "--filter",
+        "event=create",
+        "--filter",
+        contract.profile_filter(profile),
+        "--format",
+        "{{json .Actor}}",
+    )
+    created = {
+        (a["Attributes"].get(contract.ROLE_LABEL), a["Attributes"]["name"])
+        for a in map(json.loads, events.splitlines())
+    }
     roles = {role for role, _ in created}
     assert {"egress-proxy", "model"} <= roles, created
     assert roles <= {"egress-proxy", "model", "worker-image"}, created  # worker-image: the preflight's image checks
     assert not [name for _, name in created if any(name == contract.resource_name(profile, r) for r in NEVER)]
-    existing = docker("ps", "-a", "--filter", contract.profile_filter(profile), "--format",
-                      f'{{{{.Label "{contract.ROLE_LABEL}"}}}}').split()
+    existing = docker(
+        "ps", "-a", "--filter", contract.profile_filter(profile), "--format", f'{{{{.Label "{contract.ROLE_LABEL}"}}}}'
+    ).split()
     assert sorted(existing) == ["egress-proxy", "model"]
 
     # the fix as the message gives it: the failed check runs again with the new model id, then MySQL and the rest
-    run(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--set", f"model={contract.PINNED_MODEL}", "--env-file", "none")
+    run(
+        sys.executable,
+        "-m",
+        "scripts.cli",
+        "new-stack",
+        profile,
+        "--set",
+        f"model={contract.PINNED_MODEL}",
+        "--env-file",
+        "none",
+    )
     with open(proj / "up2.log", "w") as log:
-        again = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile,
-                                  "--policy-pack", "policies", "--policy-pack-config", "policy.json"],
-                                 cwd=proj, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        again = subprocess.Popen(
+            [
+                "pulumi",
+                "up",
+                "--yes",
+                "--skip-preview",
+                "--non-interactive",
+                "-s",
+                profile,
+                "--policy-pack",
+                "policies",
+                "--policy-pack-config",
+                "policy.json",
+            ],
+            cwd=proj,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     mysql = contract.resource_name(profile, "mysql")
     try:
         deadline = time.time() + 300
-        while again.poll() is None and time.time() < deadline and not docker("ps", "-aq", "--filter", f"name=^{mysql}$"):
+        while (
+            again.poll() is None and time.time() < deadline and not docker("ps", "-aq", "--filter", f"name=^{mysql}$")
+        ):
             time.sleep(2)
         receipt = json.loads((data / "20261129t000000z" / "receipts" / "preflight-model.json").read_text())
         assert receipt["status"] == "ok", (proj / "up2.log").read_text()[-3000:]

@@ -25,11 +25,17 @@ def test_preview_refuses_a_broken_team(tmp_path: Path, pulumi_engine: str):
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
 
     def pulumi(*args: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["pulumi", *args, "--non-interactive", "-s", "broken"], cwd=proj,
-                              env={**env, **(extra or {})}, capture_output=True, text=True)
+        return subprocess.run(
+            ["pulumi", *args, "--non-interactive", "-s", "broken"],
+            cwd=proj,
+            env={**env, **(extra or {})},
+            capture_output=True,
+            text=True,
+        )
 
-    subprocess.run(["pulumi", "stack", "init", "broken", "--non-interactive"], cwd=proj, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["pulumi", "stack", "init", "broken", "--non-interactive"], cwd=proj, env=env, check=True, capture_output=True
+    )
     pulumi("config", "set", "run", run)
     try:
         out = pulumi("preview", "--policy-pack", str(ROOT / "policies"), extra=PREVIEW_ENV)
@@ -42,9 +48,12 @@ def test_preview_refuses_a_broken_team(tmp_path: Path, pulumi_engine: str):
         # `up` as the documented commands and `make demo` run it (a preview first): refused before anything exists
         up = pulumi("up", "--yes", "--policy-pack", str(ROOT / "policies"))
         assert up.returncode != 0 and "mounts the host's /" in up.stdout + up.stderr
-        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=agensh.test={run}"], capture_output=True, text=True)
-        nets = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label=agensh.test={run}"], capture_output=True,
-                              text=True)
+        left = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=agensh.test={run}"], capture_output=True, text=True
+        )
+        nets = subprocess.run(
+            ["docker", "network", "ls", "-q", "--filter", f"label=agensh.test={run}"], capture_output=True, text=True
+        )
         assert left.stdout.strip() == "" and nets.stdout.strip() == ""
     finally:
         pulumi("stack", "rm", "--yes", "--force")

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -41,7 +41,7 @@ STANDIN_PULUMI = """#!/bin/sh
 
 
 def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def epoch(text: str) -> float:
@@ -53,8 +53,15 @@ def launch(tmp_path: Path, systemd_host):
     """A project copy whose stack `launchit` has its host units on the systemd test host (host_units: remote), copied
     onto that host at the same absolute path, with a stand-in toolchain and a passphrase file there."""
     host = systemd_host
-    config = profile_config("demo.profile.yaml", profile=STACK, host_units="remote", ssh_host=host["ip"],
-                            ssh_key_path=host["key_path"], ssh_host_key=host["host_key"], data_root=str(tmp_path / "data"))
+    config = profile_config(
+        "demo.profile.yaml",
+        profile=STACK,
+        host_units="remote",
+        ssh_host=host["ip"],
+        ssh_key_path=host["key_path"],
+        ssh_host_key=host["host_key"],
+        data_root=str(tmp_path / "data"),
+    )
     proj = project_copy(tmp_path, STACK, config)
     shutil.copytree(ROOT / "toolchain", proj / "toolchain")  # scripts/env.sh keys the toolchain by it
     stack_file = proj / "stacks" / f"Pulumi.{STACK}.yaml"
@@ -63,8 +70,13 @@ def launch(tmp_path: Path, systemd_host):
     (toolchain / "bin" / "pulumi").write_text(STANDIN_PULUMI)
     (toolchain / "bin" / "pulumi").chmod(0o755)
     passphrase = tmp_path / "agensh-home" / "passphrase"
-    env = dict(os.environ, AGENSH_HOME=str(tmp_path / "agensh-home"), AGENSH_TOOLCHAIN=str(toolchain),
-               PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE_FILE=str(passphrase))
+    env = dict(
+        os.environ,
+        AGENSH_HOME=str(tmp_path / "agensh-home"),
+        AGENSH_TOOLCHAIN=str(toolchain),
+        PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}",
+        PULUMI_CONFIG_PASSPHRASE_FILE=str(passphrase),
+    )
     for key in ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_HOME", "DOCKER_HOST"):
         env.pop(key, None)
     docker("exec", host["name"], "mkdir", "-p", str(tmp_path))
@@ -74,13 +86,20 @@ def launch(tmp_path: Path, systemd_host):
     def schedule(action: str, start_at: float | None = None) -> subprocess.CompletedProcess[str]:
         if start_at is not None:
             stack_file.write_text(yaml.safe_dump({"config": {**config, "agensh:start_at": iso(start_at)}}))
-        return subprocess.run([sys.executable, "-m", "scripts.cli", "schedule", action, STACK], cwd=proj, env=env,
-                              capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "scripts.cli", "schedule", action, STACK],
+            cwd=proj,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
 
     def on_host(*cmd: str, check: bool = True, stdin: str | None = None) -> str:
         return docker("exec", *(["-i"] if stdin is not None else []), host["name"], *cmd, check=check, stdin=stdin)
 
-    on_host("sh", "-c", f"mkdir -p {passphrase.parent} && printf %s {PASSPHRASE} > {passphrase} && chmod 644 {passphrase}")
+    on_host(
+        "sh", "-c", f"mkdir -p {passphrase.parent} && printf %s {PASSPHRASE} > {passphrase} && chmod 644 {passphrase}"
+    )
     yield schedule, on_host, host, toolchain, stack_file
     schedule("remove")
 
@@ -119,7 +138,7 @@ def test_timer_fires_the_launch_at_the_scheduled_time_and_is_removed(launch, tmp
     assert receipt["unit"] == UNIT and receipt["start_at"] == iso(start_at)
     service = on_host("cat", f"/etc/systemd/system/{UNIT}.service")
     timer = on_host("cat", f"/etc/systemd/system/{UNIT}.timer")
-    assert f"OnCalendar={datetime.fromtimestamp(start_at, timezone.utc):%Y-%m-%d %H:%M:%S} UTC" in timer
+    assert f"OnCalendar={datetime.fromtimestamp(start_at, UTC):%Y-%m-%d %H:%M:%S} UTC" in timer
     assert "Persistent=false" in timer
     assert "Restart=no" in service and "After=docker.service pbench-reboot-guard.service" in service
     assert f"ExecStart=/bin/bash {tmp_path / 'project' / 'scripts' / 'scheduled_launch.sh'}" in service
@@ -157,13 +176,22 @@ def test_timer_fires_the_launch_at_the_scheduled_time_and_is_removed(launch, tmp
     record_path.parent.mkdir(parents=True)
     record_path.write_text(json.dumps(record))
     profile = parse_profile(plain_settings(yaml.safe_load(stack_file.read_text())["config"]))
-    inputs = {"run_dir": str(record_path.parent), "project_dir": str(tmp_path / "project"),
-              "checkout": str(tmp_path / "project" / "stacks" / "demo"), "profile": profile.model_dump(mode="json"),
-              "profile_digest": profile.digest(), "start_at": iso(start_at), "copy_dir": str(tmp_path / "copy")}
+    inputs = {
+        "run_dir": str(record_path.parent),
+        "project_dir": str(tmp_path / "project"),
+        "checkout": str(tmp_path / "project" / "stacks" / "demo"),
+        "profile": profile.model_dump(mode="json"),
+        "profile_digest": profile.digest(),
+        "start_at": iso(start_at),
+        "copy_dir": str(tmp_path / "copy"),
+    }
     assert manifest.main(["start"], {"AGENSH_INPUT": json.dumps(inputs)}) == 0
     m = json.loads((record_path.parent / "run_manifest.json").read_text())
-    assert (m["scheduled_start"], m["actual_start"], m["launched_by"]) == (iso(start_at), record["started"],
-                                                                          f"{UNIT}.service")
+    assert (m["scheduled_start"], m["actual_start"], m["launched_by"]) == (
+        iso(start_at),
+        record["started"],
+        f"{UNIT}.service",
+    )
 
     removed = schedule("remove")
     assert removed.returncode == 0, removed.stderr

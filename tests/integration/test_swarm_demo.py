@@ -42,16 +42,35 @@ def profile_objects(lab: swarm_lab.Lab, profile: str) -> dict[str, list[str]]:
     f = f"label=agensh.profile={profile}"
     out: dict[str, list[str]] = {}
     for node in lab.nodes:
-        for kind, cmd in (("containers", ["ps", "-aq"]), ("networks", ["network", "ls", "-q"]),
-                          ("volumes", ["volume", "ls", "-q"]), ("images", ["images", "-q"])):
+        for kind, cmd in (
+            ("containers", ["ps", "-aq"]),
+            ("networks", ["network", "ls", "-q"]),
+            ("volumes", ["volume", "ls", "-q"]),
+            ("images", ["images", "-q"]),
+        ):
             out[f"{node.name} {kind}"] = lab.docker(node, *cmd, "--filter", f, check=False).stdout.split()
     for kind in ("service", "secret", "config"):
         out[f"manager {kind}s"] = lab.docker(lab.manager, kind, "ls", "-q", "--filter", f, check=False).stdout.split()
-    tags = json.loads(subprocess.run(["curl", "-fsS", f"http://{lab.registry}/v2/_catalog"], capture_output=True,
-                                     text=True).stdout or "{}").get("repositories") or []
-    out["registry tags"] = [f"{r}:{t}" for r in tags for t in json.loads(subprocess.run(
-        ["curl", "-fsS", f"http://{lab.registry}/v2/{r}/tags/list"], capture_output=True, text=True).stdout or "{}"
-    ).get("tags") or []]
+    tags = (
+        json.loads(
+            subprocess.run(
+                ["curl", "-fsS", f"http://{lab.registry}/v2/_catalog"], capture_output=True, text=True
+            ).stdout
+            or "{}"
+        ).get("repositories")
+        or []
+    )
+    out["registry tags"] = [
+        f"{r}:{t}"
+        for r in tags
+        for t in json.loads(
+            subprocess.run(
+                ["curl", "-fsS", f"http://{lab.registry}/v2/{r}/tags/list"], capture_output=True, text=True
+            ).stdout
+            or "{}"
+        ).get("tags")
+        or []
+    ]
     return out
 
 
@@ -71,11 +90,24 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, base_image: 
         root.mkdir()
         swarm_settings = lab.swarm_settings(**NODE) | SIZES
         swarm_settings["nodes"][1]["data_root"] = str(root / "data-n2")
-        proj = project_copy(root, profile, profile_config(
-            "demo.profile.yaml", profile=profile, subnet_octet=octet, data_root=str(root / "data"),
-            traj_root=str(root / "traj"),
-            llm_upstream=f"http://omcgitea-{profile}-model:8080", keep_pulled_images=True, engine="swarm",
-            swarm=swarm_settings, mattermost_image=mattermost, **settings), standin_image=standin)
+        proj = project_copy(
+            root,
+            profile,
+            profile_config(
+                "demo.profile.yaml",
+                profile=profile,
+                subnet_octet=octet,
+                data_root=str(root / "data"),
+                traj_root=str(root / "traj"),
+                llm_upstream=f"http://omcgitea-{profile}-model:8080",
+                keep_pulled_images=True,
+                engine="swarm",
+                swarm=swarm_settings,
+                mattermost_image=mattermost,
+                **settings,
+            ),
+            standin_image=standin,
+        )
         env = isolated_env(root, "swarm-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
         def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -88,8 +120,19 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, base_image: 
             swarm_lab.load(lab, swarm_lab.demo_images(tag))  # what the manager would pull
         # the demo's relaxation (its cleanroom is built here, not pinned), which new_stack adds the profile's numbers to
         (proj / "stacks" / f"{profile}.policy.json").write_text((proj / "policies" / "demo.json").read_text())
-        run(sys.executable, "-m", "scripts.cli", "new-stack", profile, "--from", f"stacks/{profile}.profile.yaml",
-            "--env-file", "none", "--set", "host_units=off")
+        run(
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "new-stack",
+            profile,
+            "--from",
+            f"stacks/{profile}.profile.yaml",
+            "--env-file",
+            "none",
+            "--set",
+            "host_units=off",
+        )
         made.append((profile, run))
         return proj, profile, env, run, root / "data" / profile
 
@@ -113,8 +156,16 @@ def test_demo_on_two_nodes_scores_and_leaves_nothing(stack, swarm: swarm_lab.Lab
     assert score["score"] == 1.0 and score["complete"], (score, up.stdout[-3000:])
 
     # the workers ran one on each node, each beside its router
-    services = json.loads(lab.docker(lab.manager, "service", "inspect", *lab.docker(
-        lab.manager, "service", "ls", "-q", "--filter", f"label=agensh.profile={profile}").stdout.split()).stdout)
+    services = json.loads(
+        lab.docker(
+            lab.manager,
+            "service",
+            "inspect",
+            *lab.docker(
+                lab.manager, "service", "ls", "-q", "--filter", f"label=agensh.profile={profile}"
+            ).stdout.split(),
+        ).stdout
+    )
     where = {s["Spec"]["Name"]: s["Spec"]["Labels"]["agensh.node"] for s in services}
     workers = {n: node for n, node in where.items() if "-worker-" in n}
     assert sorted(workers.values()) == ["n1", "n2"], where
@@ -165,31 +216,51 @@ def test_a_worker_on_node_b_reaches_only_the_proxy_and_the_services(stack, swarm
     environment; only the proxy's task holds it, as its swarm secret file."""
     lab = swarm
     proj, profile, env, run, data = stack(run_steps=False)
-    run("pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", profile, "--policy-pack", "policies",
-        "--policy-pack-config", f"stacks/{profile}.policy.json")
+    run(
+        "pulumi",
+        "up",
+        "--yes",
+        "--skip-preview",
+        "--non-interactive",
+        "-s",
+        profile,
+        "--policy-pack",
+        "policies",
+        "--policy-pack-config",
+        f"stacks/{profile}.policy.json",
+    )
     prefix = f"omcgitea-{profile}"
     service = f"{prefix}-testorg-calculator-abc1234-worker-2"
     other = service.replace("-worker-2", "-worker-1")
     # a worker has no task before its wake; both woken here by hand as the wake step does (the bare topology has none)
     assert lab.docker(lab.manager, "service", "ps", "-q", service, other).stdout.split() == []
     lab.docker(lab.manager, "service", "scale", "--detach=false", f"{service}=1", f"{other}=1")
-    worker = lab.docker(lab.nodes[1], "ps", "-q", "--filter", f"label=com.docker.swarm.service.name={service}"
-                        ).stdout.split()
+    worker = lab.docker(
+        lab.nodes[1], "ps", "-q", "--filter", f"label=com.docker.swarm.service.name={service}"
+    ).stdout.split()
     assert len(worker) == 1, "worker 2 runs on n2"
     caps = lab.docker(lab.nodes[1], "inspect", "-f", "{{.HostConfig.CapDrop}} {{.Config.User}}", worker[0]).stdout
     assert "ALL" in caps and "10000" in caps, caps
-    base = {"proxy": f"http://{prefix}-egress-proxy:8080/healthz", "gitea": f"http://{prefix}-gitea:3000/api/healthz",
-            "mattermost": f"http://{prefix}-mattermost:8065/api/v4/system/ping",
-            "board": f"http://{prefix}-board:8080/healthz", "tokens": f"http://{prefix}-secret-service:8080/healthz",
-            "router": f"http://{prefix}-testorg-calculator-abc1234-router-2:8080/healthz",
-            "own token": f"http://{prefix}-secret-service:8080/token/{TASK}-2"}
-    denied = {"model": f"http://{prefix}-model:8080/healthz",
-              "manager-ports": f"http://{lab.manager.address}:25400/",
-              "registry": f"http://{lab.registry}/v2/", "host": f"http://{lab.host_address}:22/",
-              "database": f"http://{prefix}-mysql:3306/"}  # on the data network only: no name, no route
+    base = {
+        "proxy": f"http://{prefix}-egress-proxy:8080/healthz",
+        "gitea": f"http://{prefix}-gitea:3000/api/healthz",
+        "mattermost": f"http://{prefix}-mattermost:8065/api/v4/system/ping",
+        "board": f"http://{prefix}-board:8080/healthz",
+        "tokens": f"http://{prefix}-secret-service:8080/healthz",
+        "router": f"http://{prefix}-testorg-calculator-abc1234-router-2:8080/healthz",
+        "own token": f"http://{prefix}-secret-service:8080/token/{TASK}-2",
+    }
+    denied = {
+        "model": f"http://{prefix}-model:8080/healthz",
+        "manager-ports": f"http://{lab.manager.address}:25400/",
+        "registry": f"http://{lab.registry}/v2/",
+        "host": f"http://{lab.host_address}:22/",
+        "database": f"http://{prefix}-mysql:3306/",
+    }  # on the data network only: no name, no route
     refused = {"worker 1's token": f"http://{prefix}-secret-service:8080/token/{TASK}-1"}
-    got = json.loads(lab.docker(lab.nodes[1], "exec", worker[0], "python3", "-c", REACH,
-                                json.dumps(base | denied | refused)).stdout)
+    got = json.loads(
+        lab.docker(lab.nodes[1], "exec", worker[0], "python3", "-c", REACH, json.dumps(base | denied | refused)).stdout
+    )
     assert {k: got[k] for k in base} == {k: 200 for k in base}, got
     assert {k: got[k] for k in refused} == {k: 403 for k in refused}, got  # the token service knows worker 2's name
     assert all(not isinstance(got[k], int) for k in denied), got  # no answer at all: no route or no name
@@ -198,16 +269,21 @@ def test_a_worker_on_node_b_reaches_only_the_proxy_and_the_services(stack, swarm
     for node in lab.nodes:
         ids = lab.docker(node, "ps", "-aq").stdout.split()
         assert ids and token not in lab.docker(node, "inspect", *ids).stdout, node.name
-    services = lab.docker(lab.manager, "service", "ls", "-q", "--filter", f"label=agensh.profile={profile}").stdout.split()
+    services = lab.docker(
+        lab.manager, "service", "ls", "-q", "--filter", f"label=agensh.profile={profile}"
+    ).stdout.split()
     specs = json.loads(lab.docker(lab.manager, "service", "inspect", *services).stdout)
     assert token not in json.dumps(specs)
-    with_secrets = {s["Spec"]["Name"]: [x["SecretName"] for x in s["Spec"]["TaskTemplate"]["ContainerSpec"].get("Secrets") or []]
-                    for s in specs}
+    with_secrets = {
+        s["Spec"]["Name"]: [x["SecretName"] for x in s["Spec"]["TaskTemplate"]["ContainerSpec"].get("Secrets") or []]
+        for s in specs
+    }
     holders = {name: secrets for name, secrets in with_secrets.items() if secrets}
     assert list(holders) == [f"{prefix}-egress-proxy"] and len(holders[f"{prefix}-egress-proxy"]) == 1, holders
     assert token not in lab.docker(lab.nodes[1], "exec", worker[0], "env").stdout
     assert lab.docker(lab.nodes[1], "exec", worker[0], "ls", "/run/secrets", check=False).returncode != 0
-    proxy = lab.docker(lab.manager, "ps", "-q", "--filter", f"label=com.docker.swarm.service.name={prefix}-egress-proxy"
-                       ).stdout.split()
+    proxy = lab.docker(
+        lab.manager, "ps", "-q", "--filter", f"label=com.docker.swarm.service.name={prefix}-egress-proxy"
+    ).stdout.split()
     assert lab.docker(lab.manager, "exec", proxy[0], "cat", "/run/secrets/llm_upstream_token").stdout.strip() == token
     assert token not in lab.docker(lab.manager, "exec", proxy[0], "env").stdout

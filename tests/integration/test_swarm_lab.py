@@ -29,8 +29,16 @@ print(json.dumps({"ips": ips, "statuses": statuses, "outside": outside}))
 def wait_running(lab: swarm_lab.Lab, service: str, replicas: int, timeout: float = 120) -> list[str]:
     deadline = time.monotonic() + timeout
     while True:
-        tasks = lab.docker(lab.manager, "service", "ps", service, "--filter", "desired-state=running",
-                           "--format", "{{.Node}} {{.CurrentState}}").stdout.splitlines()
+        tasks = lab.docker(
+            lab.manager,
+            "service",
+            "ps",
+            service,
+            "--filter",
+            "desired-state=running",
+            "--format",
+            "{{.Node}} {{.CurrentState}}",
+        ).stdout.splitlines()
         if sum(t.split()[1] == "Running" for t in tasks) == replicas:
             return tasks
         assert time.monotonic() < deadline, tasks
@@ -52,17 +60,46 @@ def test_two_nodes_talk_over_an_internal_overlay_and_nothing_else(swarm: swarm_l
     assert digest.startswith(f"{lab.registry}/") and "@sha256:" in digest
 
     net, svc = f"probe-{uuid.uuid4().hex[:6]}", "probe"
-    lab.docker(lab.manager, "network", "create", "-d", "overlay", "--internal", "--attachable",
-               "--subnet", "10.200.7.0/24", net)
-    lab.docker(lab.manager, "service", "create", "-d", "--name", svc, "--replicas", "2", "--network", net,
-               "--replicas-max-per-node", "1", "--restart-condition", "none", digest,
-               "python3", "-m", "http.server", "8080")
+    lab.docker(
+        lab.manager,
+        "network",
+        "create",
+        "-d",
+        "overlay",
+        "--internal",
+        "--attachable",
+        "--subnet",
+        "10.200.7.0/24",
+        net,
+    )
+    lab.docker(
+        lab.manager,
+        "service",
+        "create",
+        "-d",
+        "--name",
+        svc,
+        "--replicas",
+        "2",
+        "--network",
+        net,
+        "--replicas-max-per-node",
+        "1",
+        "--restart-condition",
+        "none",
+        digest,
+        "python3",
+        "-m",
+        "http.server",
+        "8080",
+    )
     tasks = wait_running(lab, svc, 2)
     assert len(tasks) == 2
     on_n2 = lab.docker(lab.nodes[1], "ps", "-q", "--filter", f"name={svc}").stdout.split()
     assert len(on_n2) == 1  # one task per node, so the probe below crosses nodes
-    out = json.loads(lab.docker(lab.nodes[1], "exec", on_n2[0], "python3", "-c", PROBE, f"tasks.{svc}",
-                                lab.host_address).stdout)
+    out = json.loads(
+        lab.docker(lab.nodes[1], "exec", on_n2[0], "python3", "-c", PROBE, f"tasks.{svc}", lab.host_address).stdout
+    )
     assert len(out["ips"]) == 2 and all(ip.startswith("10.200.7.") for ip in out["ips"]), out
     assert out["statuses"] == [200, 200], out  # both tasks answer by name, one of them on the other node
     assert out["outside"] != "reached", out  # the internal overlay reaches neither the host nor anything else
@@ -76,11 +113,14 @@ def test_down_leaves_nothing(docker_engine: None, tmp_path: Path):
     lab = swarm_lab.up(2)
     problems = swarm_lab.down(lab)
     assert problems == []
-    assert not any(n.netns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-                   for n in lab.nodes)
+    assert not any(
+        n.netns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout for n in lab.nodes
+    )
     assert subprocess.run(["ip", "link", "show", lab.bridge], capture_output=True).returncode != 0
-    assert f"agensh-swarm-lab-{lab.id}" not in subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True,
-                                                              text=True).stdout
+    assert (
+        f"agensh-swarm-lab-{lab.id}"
+        not in subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True).stdout
+    )
     assert not any(swarm_lab._alive(pid) for pid in [lab.registry_pid, *(n.pid for n in lab.nodes)] if pid)
     assert lab.state_dir not in Path("/proc/self/mountinfo").read_text()
     assert not Path(lab.state_dir).exists() and not (swarm_lab.RUN_ROOT / lab.id).exists()

@@ -43,7 +43,23 @@ def kicked_off(run_dir: Path, task: str, deadline_epoch: float) -> None:
     from model.rundir import RunDir
     from scripts.lib.step import iso, now, write_atomic
 
-    result = KickoffResult(ramp_start=iso(deadline_epoch - 60), ramp_start_epoch=deadline_epoch - 60, kickoff_at=now(),
-                           deadline=iso(deadline_epoch), deadline_epoch=deadline_epoch, post_id="p")
-    write_atomic(RunDir(run_dir).receipt("kickoff", task), Receipt[KickoffResult](
-        step="kickoff", task_id=task, inputs_digest="test", started=now(), finished=now(), status="ok", result=result))
+    result = KickoffResult(
+        ramp_start=iso(deadline_epoch - 60),
+        ramp_start_epoch=deadline_epoch - 60,
+        kickoff_at=now(),
+        deadline=iso(deadline_epoch),
+        deadline_epoch=deadline_epoch,
+        post_id="p",
+    )
+    write_atomic(
+        RunDir(run_dir).receipt("kickoff", task),
+        Receipt[KickoffResult](
+            step="kickoff",
+            task_id=task,
+            inputs_digest="test",
+            started=now(),
+            finished=now(),
+            status="ok",
+            result=result,
+        ),
+    )

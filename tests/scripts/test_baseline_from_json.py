@@ -17,14 +17,25 @@ TASK = "jgm__pandoc.5caad90"
 def documented(tmp_path: Path, **over) -> dict:
     """The seed's template with its placeholders filled in."""
     env = tmp_path / "model.env"
-    env.write_text("UPSTREAM=https://gateway.example\nUPSTREAM_AUTH_STYLE=bearer\nUPSTREAM_AUTH_TOKEN=model-token-0123\n")
+    env.write_text(
+        "UPSTREAM=https://gateway.example\nUPSTREAM_AUTH_STYLE=bearer\nUPSTREAM_AUTH_TOKEN=model-token-0123\n"
+    )
     env.chmod(0o600)
-    doc = {"task": TASK, "model": "gpt-5.6-sol", "reasoning_effort": "high", "hours": 6, "deadline_seconds": 21600,
-           "project": "omcgitea-pbench-single-agent-pandoc", "agent_image": "omcgitea-agent-jgm-pandoc-5caad90:pbench",
-           "cleanroom_image": "programbench/jgm_1776_pandoc.5caad90:task_cleanroom_v6",
-           "run_dir": str(tmp_path / "runs" / "baseline-1"), "model_env_file": str(env),
-           "programbench_repo": "/opt/programbench", "subnet_default": "10.177.242.0/24",
-           "subnet_egress": "10.177.243.0/24"}
+    doc = {
+        "task": TASK,
+        "model": "gpt-5.6-sol",
+        "reasoning_effort": "high",
+        "hours": 6,
+        "deadline_seconds": 21600,
+        "project": "omcgitea-pbench-single-agent-pandoc",
+        "agent_image": "omcgitea-agent-jgm-pandoc-5caad90:pbench",
+        "cleanroom_image": "programbench/jgm_1776_pandoc.5caad90:task_cleanroom_v6",
+        "run_dir": str(tmp_path / "runs" / "baseline-1"),
+        "model_env_file": str(env),
+        "programbench_repo": "/opt/programbench",
+        "subnet_default": "10.177.242.0/24",
+        "subnet_egress": "10.177.243.0/24",
+    }
     doc.update(over)
     return doc
 
@@ -32,8 +43,21 @@ def documented(tmp_path: Path, **over) -> dict:
 def convert(proj: Path, doc: dict, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps(doc))
-    return subprocess.run([sys.executable, "-m", "scripts.cli", "baseline-from-json", str(path), "baseline-pandoc",
-                           "--checkout", "/opt/agensh"], cwd=proj, capture_output=True, text=True)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "baseline-from-json",
+            str(path),
+            "baseline-pandoc",
+            "--checkout",
+            "/opt/agensh",
+        ],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_settings_of_the_documented_example(tmp_path: Path):
@@ -55,8 +79,12 @@ def test_converted_stack(project: Path, tmp_path: Path, monkeypatch):
     assert cfg["agensh:kind"] == "baseline" and str(cfg["agensh:deadline_seconds"]) == "21600"
     assert cfg["agensh:llm_upstream"] == "https://gateway.example" and str(cfg["agensh:skip_eval"]).lower() == "true"
     assert cfg["agensh:eval_pytest_addopts"] == "--rootdir=."
-    token = subprocess.run(["pulumi", "config", "get", "-s", "baseline-pandoc", "agensh:llm_upstream_token"],
-                           cwd=project, capture_output=True, text=True).stdout.strip()
+    token = subprocess.run(
+        ["pulumi", "config", "get", "-s", "baseline-pandoc", "agensh:llm_upstream_token"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert token == "model-token-0123" and "model-token-0123" not in str(cfg)
 
 

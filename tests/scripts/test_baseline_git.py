@@ -59,29 +59,76 @@ def test_snapshot_stop_and_export_run_nothing_of_the_repository(hostile_workspac
     ws, proof = hostile_workspace
     tag = uuid.uuid4().hex[:6]
     # the snapshot sidecar's own commands (roles.SNAPSHOT_GIT), as the sidecar runs them
-    docker("run", "--rm", "--network", "none", "--user", contract.WORKER_USER, "-e", "HOME=/tmp", "-v", f"{ws}:/workspace",
-           BASE_IMAGE, "sh", "-c", f"{SNAPSHOT_GIT} add -A && {SNAPSHOT_GIT} -c user.name=s -c user.email=s@s "
-           "commit -q -m 'snapshot now'")
+    docker(
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--user",
+        contract.WORKER_USER,
+        "-e",
+        "HOME=/tmp",
+        "-v",
+        f"{ws}:/workspace",
+        BASE_IMAGE,
+        "sh",
+        "-c",
+        f"{SNAPSHOT_GIT} add -A && {SNAPSHOT_GIT} -c user.name=s -c user.email=s@s commit -q -m 'snapshot now'",
+    )
     (ws / "late.txt").write_text("made while stopping")
     subprocess.run(["chown", contract.WORKER_USER, str(ws / "late.txt")], check=True)
 
     # the stop step itself: containers to stop, the seed's receipt, then commit the rest and export
     names = [f"agensh-test-bgit-{tag}-{n}" for n in ("worker", "sidecar")]
     for name in names:
-        docker("run", "-d", "--name", name, "--network", "none", "--label", f"agensh.test=bgit-{tag}", BASE_IMAGE,
-               "sleep", "300")
+        docker(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--network",
+            "none",
+            "--label",
+            f"agensh.test=bgit-{tag}",
+            BASE_IMAGE,
+            "sleep",
+            "300",
+        )
     try:
         rd = RunDir(tmp_path / "run")
-        seeded = BaselineSeedResult(workspace=str(ws), commit="x", started_epoch=time.time() - 10,
-                                    deadline_epoch=time.time() - 1, deadline=iso(time.time() - 1))
-        write_atomic(rd.receipt("baseline-seed", "t"), Receipt[BaselineSeedResult](
-            step="baseline-seed", task_id="t", inputs_digest="x", started=now(), finished=now(), status="ok",
-            result=seeded))
+        seeded = BaselineSeedResult(
+            workspace=str(ws),
+            commit="x",
+            started_epoch=time.time() - 10,
+            deadline_epoch=time.time() - 1,
+            deadline=iso(time.time() - 1),
+        )
+        write_atomic(
+            rd.receipt("baseline-seed", "t"),
+            Receipt[BaselineSeedResult](
+                step="baseline-seed",
+                task_id="t",
+                inputs_digest="x",
+                started=now(),
+                finished=now(),
+                status="ok",
+                result=seeded,
+            ),
+        )
         archive = tmp_path / "archive"
         archive.mkdir()
-        result = baseline.stop(BaselineStopInputs(
-            run_dir=str(rd.path), task_id="t", workspace=str(ws), worker_image=BASE_IMAGE, worker=names[0],
-            sidecar=names[1], archive_dir=str(archive), grace_s=1))
+        result = baseline.stop(
+            BaselineStopInputs(
+                run_dir=str(rd.path),
+                task_id="t",
+                workspace=str(ws),
+                worker_image=BASE_IMAGE,
+                worker=names[0],
+                sidecar=names[1],
+                archive_dir=str(archive),
+                grace_s=1,
+            )
+        )
     finally:
         docker("rm", "-f", *names, check=False)
 

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from scripts import evaluate, score
-
-
 from scripts.setup import calculator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,13 +23,24 @@ def cleanroom(base_image: str, tmp_path_factory: pytest.TempPathFactory):
     blobs = calculator.blob_dir(tmp_path_factory.mktemp("blobs"))
     yield org, blobs
     subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
-    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=agensh.profile={org}"], capture_output=True, text=True)
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=agensh.profile={org}"], capture_output=True, text=True
+    )
     assert not left.stdout.strip(), "evaluation containers left behind"
 
 
 def eval_args(run: Path, org: str, blobs: Path, addopts: str, attempt: int = 1) -> dict:
-    return {"run_dir": str(run), "task_id": TASK, "docker_org": org, "blob_dir": str(blobs), "pytest_addopts": addopts,
-            "memory_gib": 2, "profile": org, "docker_cpus": None, "attempt": attempt}
+    return {
+        "run_dir": str(run),
+        "task_id": TASK,
+        "docker_org": org,
+        "blob_dir": str(blobs),
+        "pytest_addopts": addopts,
+        "memory_gib": 2,
+        "profile": org,
+        "docker_cpus": None,
+        "attempt": attempt,
+    }
 
 
 def run_eval(tmp_path: Path, org: str, blobs: Path, files: dict[str, str], addopts: str = "--rootdir=eval") -> dict:

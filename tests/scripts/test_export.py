@@ -10,8 +10,8 @@ import subprocess
 import tarfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import programbench
 import pytest
@@ -42,8 +42,14 @@ def preserved_repo(root: Path) -> Path:
 def args(tmp_path: Path, repositories: str | None, gitea_url: str = "http://127.0.0.1:9") -> dict:
     run = tmp_path / "run"
     kicked_off(run, TASK, time.time() - 1)
-    return {"run_dir": str(run), "task_id": TASK, "gitea_url": gitea_url, "gitea_user": "pbench-admin",
-            "repo": "team/calc", "gitea_repositories": repositories}
+    return {
+        "run_dir": str(run),
+        "task_id": TASK,
+        "gitea_url": gitea_url,
+        "gitea_user": "pbench-admin",
+        "repo": "team/calc",
+        "gitea_repositories": repositories,
+    }
 
 
 def test_unreachable_gitea_recovers_from_preserved_data(tmp_path: Path):
@@ -52,7 +58,10 @@ def test_unreachable_gitea_recovers_from_preserved_data(tmp_path: Path):
     task_dir = tmp_path / "run" / TASK
     receipt = json.loads((task_dir / "receipts" / "export.json").read_text())["result"]
     assert receipt["recovered_from"].endswith("team/calc.git") and (task_dir / "EXPORT_FAILED").exists()
-    assert "Connection refused" in (task_dir / "EXPORT_FAILED").read_text() or "failed" in (task_dir / "EXPORT_FAILED").read_text()
+    assert (
+        "Connection refused" in (task_dir / "EXPORT_FAILED").read_text()
+        or "failed" in (task_dir / "EXPORT_FAILED").read_text()
+    )
     with tarfile.open(task_dir / "submission.tar.gz") as tar:
         assert tar.getnames() == ["compile.sh"]  # committed HEAD only
     shutil.copy(BUNDLED, task_dir / f"{TASK}.eval.json")
@@ -113,8 +122,9 @@ def sends_nothing() -> Iterator[str]:
 
 
 @pytest.mark.parametrize("server", ["never_accepts", "sends_nothing"])
-def test_a_gitea_that_does_not_answer_is_given_up_quickly(server: str, tmp_path: Path, request: pytest.FixtureRequest,
-                                                          monkeypatch: pytest.MonkeyPatch):
+def test_a_gitea_that_does_not_answer_is_given_up_quickly(
+    server: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+):
     """Gitea gone (a TCP connect that hangs) or hanging after the connect: the export falls back within its limits
     (shortened here: 1 s and 2 s) instead of waiting for the kernel's SYN retries or forever."""
     monkeypatch.setattr(export, "CONNECT_TIMEOUT_S", 1.0)
@@ -126,5 +136,8 @@ def test_a_gitea_that_does_not_answer_is_given_up_quickly(server: str, tmp_path:
     task_dir = tmp_path / "run" / TASK
     assert json.loads((task_dir / "receipts" / "export.json").read_text())["result"]["recovered_from"]
     why = (task_dir / "EXPORT_FAILED").read_text()
-    assert ("no connection to 127.0.0.1" in why and "within 1 s" in why) if server == "never_accepts" else (
-        "too slow" in why), why
+    assert (
+        ("no connection to 127.0.0.1" in why and "within 1 s" in why)
+        if server == "never_accepts"
+        else ("too slow" in why)
+    ), why

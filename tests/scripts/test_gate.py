@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from programbench.constants import TASKS_DIR
@@ -55,11 +56,13 @@ def clean(task: str, data: dict[str, Any]) -> None:
 
 def flipping(frm: set[str], to: str, in_tasks: int) -> Edit:
     """Clean, and in the first `in_tasks` tasks turn every second test whose status is in `frm` into `to`."""
+
     def edit(task: str, data: dict[str, Any]) -> None:
         clean(task, data)
         if task in sorted(p.name for p in REFERENCE.iterdir())[:in_tasks]:
             for t in [t for t in data["test_results"] if t["status"] in frm][::2]:
                 t["status"] = to
+
     return edit
 
 
@@ -71,12 +74,23 @@ def manifest(tasks: list[str], state: str = "finished", host: Host = LOW) -> Man
     """A run manifest as the manifest step writes it, with a chosen host reading (the real one varies with the load
     of this shared machine)."""
     unknown = Revision(path=str(ROOT), revision=None, dirty=None)
-    return Manifest(written=now(), state=state, profile={"tasks": tasks}, profile_digest="0" * 16, project=unknown,
-                    checkout=unknown, programbench_version="1.2.5", images={}, host=host, requested_task_ids=tasks)
+    return Manifest(
+        written=now(),
+        state=state,
+        profile={"tasks": tasks},
+        profile_digest="0" * 16,
+        project=unknown,
+        checkout=unknown,
+        programbench_version="1.2.5",
+        images={},
+        host=host,
+        requested_task_ids=tasks,
+    )
 
 
-def make_run(root: Path, tasks: list[str], edit: Edit = lambda t, d: None, skip: tuple[str, ...] = (),
-             **settings: Any) -> Path:
+def make_run(
+    root: Path, tasks: list[str], edit: Edit = lambda t, d: None, skip: tuple[str, ...] = (), **settings: Any
+) -> Path:
     """A run directory of this project requesting `tasks`, each eval JSON a copy of the leaderboard's, edited."""
     rd = RunDir(root)
     for t in tasks:
@@ -90,19 +104,24 @@ def make_run(root: Path, tasks: list[str], edit: Edit = lambda t, d: None, skip:
     return root
 
 
-def run_gate(capsys: pytest.CaptureFixture[str], runs: list[Path], *args: str, reference: Path = REFERENCE,
-             host: Host = LOW) -> tuple[int, dict[str, Any]]:
+def run_gate(
+    capsys: pytest.CaptureFixture[str], runs: list[Path], *args: str, reference: Path = REFERENCE, host: Host = LOW
+) -> tuple[int, dict[str, Any]]:
     code = gate.main([*map(str, runs), "--reference", str(reference), "--json", *args], host=lambda: host)
     result = json.loads(capsys.readouterr().out)
     assert json.loads(RunDir(runs[0]).gate.read_text()) == result  # the record is what was printed
     return code, result
 
 
-@pytest.mark.parametrize("edit,relation,verdict,code", [
-    (BETTER, float.__gt__, "PASS", 0),
-    (clean, float.__eq__, "PASS", 0),
-    (WORSE, float.__lt__, "FAIL", 1),
-], ids=["better", "equal", "worse"])
+@pytest.mark.parametrize(
+    "edit,relation,verdict,code",
+    [
+        (BETTER, float.__gt__, "PASS", 0),
+        (clean, float.__eq__, "PASS", 0),
+        (WORSE, float.__lt__, "FAIL", 1),
+    ],
+    ids=["better", "equal", "worse"],
+)
 def test_paired_verdicts_match_programbench(tmp_path: Path, tasks, instances, capsys, edit, relation, verdict, code):
     run = make_run(tmp_path / "run", tasks, edit)
     cand = {t: pb_score(instances, run, t) for t in tasks}
@@ -190,11 +209,15 @@ def test_a_run_directory_as_reference_is_read_by_the_project_rules(tmp_path: Pat
     assert (code, result["verdict"]) == (0, "PASS")
 
 
-@pytest.mark.parametrize("edit,host,recorded,verdict,code", [
-    (WORSE, HIGH, None, "PAUSED", 3),  # loaded now
-    (WORSE, LOW, HIGH, "PAUSED", 3),  # loaded while the run ran
-    (BETTER, HIGH, HIGH, "PASS", 0),  # a pass stays a pass
-], ids=["loaded-now", "loaded-at-run-start", "pass-under-load"])
+@pytest.mark.parametrize(
+    "edit,host,recorded,verdict,code",
+    [
+        (WORSE, HIGH, None, "PAUSED", 3),  # loaded now
+        (WORSE, LOW, HIGH, "PAUSED", 3),  # loaded while the run ran
+        (BETTER, HIGH, HIGH, "PASS", 0),  # a pass stays a pass
+    ],
+    ids=["loaded-now", "loaded-at-run-start", "pass-under-load"],
+)
 def test_overloaded_host_pauses_instead_of_failing(tmp_path: Path, tasks, capsys, edit, host, recorded, verdict, code):
     run = make_run(tmp_path / "run", tasks, edit, host=recorded or LOW)
     got_code, result = run_gate(capsys, [run], host=host)
@@ -202,9 +225,10 @@ def test_overloaded_host_pauses_instead_of_failing(tmp_path: Path, tasks, capsys
     load = result["load"]
     assert load["overloaded"] is True and load["max_load_per_cpu"] == gate.DEFAULT_MAX_LOAD_PER_CPU
     readings = [(r["source"], r["load"], r["per_cpu_5min"]) for r in load["readings"]]
-    expected = [("gate host now", list(host.load), host.load[1] / 2),
-                (f"{RunDir(run.resolve()).manifest} (run start)", list((recorded or LOW).load),
-                 (recorded or LOW).load[1] / 2)]
+    expected = [
+        ("gate host now", list(host.load), host.load[1] / 2),
+        (f"{RunDir(run.resolve()).manifest} (run start)", list((recorded or LOW).load), (recorded or LOW).load[1] / 2),
+    ]
     assert readings == expected
     assert any("overloaded" in r for r in result["reasons"]) == (verdict == "PAUSED")
 
@@ -260,17 +284,37 @@ def corrupt_eval(tmp_path: Path, tasks: list[str]) -> tuple[list[str], str]:
 
 def requested_twice(tmp_path: Path, tasks: list[str]) -> tuple[list[str], str]:
     a, b = make_run(tmp_path / "a", tasks[:3]), make_run(tmp_path / "b", tasks[2:4])
-    return [str(a), str(b), "--reference", str(REFERENCE)], \
-        f"requested more than once (one attempt per task): {tasks[2]}"
+    return [
+        str(a),
+        str(b),
+        "--reference",
+        str(REFERENCE),
+    ], f"requested more than once (one attempt per task): {tasks[2]}"
 
 
 def zero_load_limit(tmp_path: Path, tasks: list[str]) -> tuple[list[str], str]:
-    return [str(make_run(tmp_path / "run", tasks)), "--reference", str(REFERENCE), "--max-load-per-cpu", "0"], \
-        "--max-load-per-cpu 0.0: must be above 0"
+    return [
+        str(make_run(tmp_path / "run", tasks)),
+        "--reference",
+        str(REFERENCE),
+        "--max-load-per-cpu",
+        "0",
+    ], "--max-load-per-cpu 0.0: must be above 0"
 
 
-@pytest.mark.parametrize("setup", [bad_reference, published_candidate, no_requested_tasks, not_a_manifest, unknown_task,
-                                   corrupt_eval, requested_twice, zero_load_limit])
+@pytest.mark.parametrize(
+    "setup",
+    [
+        bad_reference,
+        published_candidate,
+        no_requested_tasks,
+        not_a_manifest,
+        unknown_task,
+        corrupt_eval,
+        requested_twice,
+        zero_load_limit,
+    ],
+)
 def test_bad_input_exits_2_naming_it_and_writes_nothing(tmp_path: Path, tasks, capsys, setup):
     argv, named = setup(tmp_path, tasks)
     assert gate.main(argv, host=lambda: LOW) == 2
@@ -282,15 +326,26 @@ def test_bad_input_exits_2_naming_it_and_writes_nothing(tmp_path: Path, tasks, c
 def test_a_stack_names_its_run_and_the_verdict_is_recorded_with_it(tmp_path: Path, tasks, capsys, monkeypatch):
     """A stack name stands for its run directory; the verdict goes into the run's manifest, and the run's verified
     copy is brought up to date so destroy still finds every file copied."""
-    from scripts.lib import copies, profiles
     from model.rundir import CopyDir, ProfileDir
+    from scripts.lib import copies, profiles
 
     monkeypatch.setattr(profiles, "ROOT", tmp_path)
     (tmp_path / "stacks").mkdir()
-    (tmp_path / "stacks" / "Pulumi.cand.yaml").write_text(json.dumps({"config": {
-        "agensh:profile": "cand", "agensh:run_id": "20261129t000000z", "agensh:tasks": tasks,
-        "agensh:llm_upstream": "http://m.example", "agensh:agensh_checkout": "/x",
-        "agensh:data_root": str(tmp_path / "data"), "agensh:traj_root": str(tmp_path / "traj")}}))
+    (tmp_path / "stacks" / "Pulumi.cand.yaml").write_text(
+        json.dumps(
+            {
+                "config": {
+                    "agensh:profile": "cand",
+                    "agensh:run_id": "20261129t000000z",
+                    "agensh:tasks": tasks,
+                    "agensh:llm_upstream": "http://m.example",
+                    "agensh:agensh_checkout": "/x",
+                    "agensh:data_root": str(tmp_path / "data"),
+                    "agensh:traj_root": str(tmp_path / "traj"),
+                }
+            }
+        )
+    )
     rd = RunDir(tmp_path / "data" / "cand" / "20261129t000000z")
     make_run(rd.path, tasks, clean)
     copy = CopyDir(tmp_path / "traj" / "cand.20261129t000000z")

@@ -16,18 +16,38 @@ TASK = "jgm__pandoc.5caad90"
 
 
 def run(proj: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scripts.cli", "new-stack", *args, "--env-file", "none"],
-                          cwd=proj, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "scripts.cli", "new-stack", *args, "--env-file", "none"],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+    )
 
 
 def secret(proj: Path, key: str) -> str:
-    return subprocess.run(["pulumi", "config", "get", "-s", "cohort-w8", f"agensh:{key}"], cwd=proj,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["pulumi", "config", "get", "-s", "cohort-w8", f"agensh:{key}"],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def test_twice_keeps_passwords_and_file_is_private(project: Path):
-    args = ("cohort-w8", "--workers", "8", "--tasks", TASK, "--port-base", "24400", "--subnet-octet", "249",
-            "--checkout", "/opt/agensh")
+    args = (
+        "cohort-w8",
+        "--workers",
+        "8",
+        "--tasks",
+        TASK,
+        "--port-base",
+        "24400",
+        "--subnet-octet",
+        "249",
+        "--checkout",
+        "/opt/agensh",
+    )
     first = run(project, *args)
     assert first.returncode == 0, first.stderr
     path = project / "stacks" / "Pulumi.cohort-w8.yaml"
@@ -66,8 +86,24 @@ def test_env_file_values_and_mode_warning(project: Path, tmp_path: Path, monkeyp
     env = tmp_path / "upstream.env"
     env.write_text("LLM_UPSTREAM=https://from-file.example\nLLM_UPSTREAM_TOKEN=file-token-123\n")
     os.chmod(env, 0o644)
-    out = subprocess.run([sys.executable, "-m", "scripts.cli", "new-stack", "cohort-w8", "--tasks", TASK,
-                          "--checkout", "/opt/agensh", "--env-file", str(env)], cwd=project, capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "new-stack",
+            "cohort-w8",
+            "--tasks",
+            TASK,
+            "--checkout",
+            "/opt/agensh",
+            "--env-file",
+            str(env),
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert "chmod 600" in out.stderr
     doc = yaml.safe_load((project / "stacks" / "Pulumi.cohort-w8.yaml").read_text())["config"]
@@ -75,16 +111,19 @@ def test_env_file_values_and_mode_warning(project: Path, tmp_path: Path, monkeyp
     assert secret(project, "llm_upstream_token") == "tok-" + "x" * 20  # the exported value wins over the file
 
 
-@pytest.mark.parametrize("args,key", [
-    (("../../evil", "--tasks", TASK), "stack name"),
-    (("cohort-w8", "--tasks", TASK, "--set", "profile=demo\n"), "agensh:profile"),
-    (("cohort-w8", "--tasks", TASK, "--set", "run_id=20261129t000000z\n"), "agensh:run_id"),
-    (("cohort-w8", "--tasks", TASK, "--set", "data_root=/"), "agensh:data_root"),
-    (("cohort-w8", "--tasks", TASK, "--set", "data_root=relative/data"), "agensh:data_root"),
-    (("cohort-w8", "--tasks", TASK, "--set", "data_root="), "agensh:data_root"),
-    (("cohort-w8", "--tasks", TASK, "--set", "llm_upstream=https://user:tok@host/?key=x"), "agensh:llm_upstream"),
-    (("cohort-w8", "--tasks", TASK, "--set", "cleanroom_org=-x"), "agensh:cleanroom_org"),
-])
+@pytest.mark.parametrize(
+    "args,key",
+    [
+        (("../../evil", "--tasks", TASK), "stack name"),
+        (("cohort-w8", "--tasks", TASK, "--set", "profile=demo\n"), "agensh:profile"),
+        (("cohort-w8", "--tasks", TASK, "--set", "run_id=20261129t000000z\n"), "agensh:run_id"),
+        (("cohort-w8", "--tasks", TASK, "--set", "data_root=/"), "agensh:data_root"),
+        (("cohort-w8", "--tasks", TASK, "--set", "data_root=relative/data"), "agensh:data_root"),
+        (("cohort-w8", "--tasks", TASK, "--set", "data_root="), "agensh:data_root"),
+        (("cohort-w8", "--tasks", TASK, "--set", "llm_upstream=https://user:tok@host/?key=x"), "agensh:llm_upstream"),
+        (("cohort-w8", "--tasks", TASK, "--set", "cleanroom_org=-x"), "agensh:cleanroom_org"),
+    ],
+)
 def test_hostile_inputs_are_refused_and_nothing_is_written(project: Path, args, key):
     before = sorted(p.name for p in (project / "stacks").iterdir())
     out = run(project, *args, "--checkout", "/opt/agensh")

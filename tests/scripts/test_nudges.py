@@ -29,21 +29,51 @@ def test_an_idle_worker_is_nudged_once_an_active_one_never(tmp_path: Path, base_
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Mattermost.posts.clear()
     try:
-        subprocess.run(["docker", "run", "-d", "--name", active, "--network", "none", BASE_IMAGE, "sh", "-c",
-                        "while true; do echo working; sleep 0.5; done"], check=True, capture_output=True)
-        subprocess.run(["docker", "run", "-d", "--name", idle, "--network", "none", BASE_IMAGE, "sleep", "300"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "docker",
+                "run",
+                "-d",
+                "--name",
+                active,
+                "--network",
+                "none",
+                BASE_IMAGE,
+                "sh",
+                "-c",
+                "while true; do echo working; sleep 0.5; done",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            ["docker", "run", "-d", "--name", idle, "--network", "none", BASE_IMAGE, "sleep", "300"],
+            check=True,
+            capture_output=True,
+        )
         start = time.time()
         rd = RunDir(tmp_path)
-        woke = WakeResult(ramp_start_epoch=start, events=[], wakes=[
-            Wake(worker=w, due_epoch=start, at_epoch=start, late_s=0) for w in (active, idle)])
-        write_atomic(rd.receipt("wake", "t"), Receipt[WakeResult](step="wake", task_id="t", inputs_digest="x",
-                                                                  started=now(), finished=now(), status="ok",
-                                                                  result=woke))
+        woke = WakeResult(
+            ramp_start_epoch=start,
+            events=[],
+            wakes=[Wake(worker=w, due_epoch=start, at_epoch=start, late_s=0) for w in (active, idle)],
+        )
+        write_atomic(
+            rd.receipt("wake", "t"),
+            Receipt[WakeResult](
+                step="wake", task_id="t", inputs_digest="x", started=now(), finished=now(), status="ok", result=woke
+            ),
+        )
         kicked_off(tmp_path, "t", start + 6.5)  # idle 4 s: one nudge at ~4 s, the next could come only at ~8 s
-        a = NudgesInputs(run_dir=str(tmp_path), task_id="t", mattermost_url=f"http://127.0.0.1:{server.server_port}",
-                         mattermost_user="pbench-admin", workers={active: "t-1", idle: "t-2"}, idle_nudge_s=4,
-                         idle_check_s=1)
+        a = NudgesInputs(
+            run_dir=str(tmp_path),
+            task_id="t",
+            mattermost_url=f"http://127.0.0.1:{server.server_port}",
+            mattermost_user="pbench-admin",
+            workers={active: "t-1", idle: "t-2"},
+            idle_nudge_s=4,
+            idle_check_s=1,
+        )
         assert nudges.main({"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
     finally:
         server.shutdown()
@@ -51,5 +81,10 @@ def test_an_idle_worker_is_nudged_once_an_active_one_never(tmp_path: Path, base_
     result = json.loads(rd.receipt("nudges", "t").read_text())["result"]
     assert [n["worker"] for n in result["nudges"]] == [idle]
     assert result["nudges"][0]["idle_s"] >= 4 and result["events"][0] == {
-        "kind": "nudge", "at": result["nudges"][0]["at_epoch"], "end": None, "label": "t-2", "late_s": None}
+        "kind": "nudge",
+        "at": result["nudges"][0]["at_epoch"],
+        "end": None,
+        "label": "t-2",
+        "late_s": None,
+    }
     assert len(Mattermost.posts) == 1 and Mattermost.posts[0].startswith("@t-2: no activity from you for")

@@ -58,8 +58,11 @@ def gateway():
 
 
 def listing(*ids: str) -> tuple[int, bytes, str]:
-    return 200, json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}).encode(), \
-        "application/json"
+    return (
+        200,
+        json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}).encode(),
+        "application/json",
+    )
 
 
 def run(tmp_path: Path, gateway: Gateway, model: str = "gpt-5.6-sol") -> tuple[int, dict]:
@@ -73,8 +76,11 @@ def test_a_listed_model_passes_and_the_live_request_is_made(tmp_path: Path, gate
     gateway.models = listing("gpt-5.6", "gpt-5.6-sol")
     rc, checks = run(tmp_path, gateway)
     assert rc == 0
-    assert checks["model-list"] == {"ok": True, "warning": False,
-                                    "detail": "gpt-5.6-sol is one of the 2 models the gateway lists"}
+    assert checks["model-list"] == {
+        "ok": True,
+        "warning": False,
+        "detail": "gpt-5.6-sol is one of the 2 models the gateway lists",
+    }
     assert checks["model"]["ok"] and "HTTP 200" in checks["model"]["detail"]
     assert gateway.seen == [("/v1/models", f"Bearer {TOKEN}"), ("/v1/responses", f"Bearer {TOKEN}")]
 
@@ -100,12 +106,15 @@ def test_the_console_shows_the_whole_fix_and_a_long_list_is_shortened(tmp_path: 
     assert f"preflight: model-list failed: {detail}" in console
 
 
-@pytest.mark.parametrize("answer,why", [
-    ((404, b"not found", "text/plain"), "HTTP 404)"),
-    ((501, b"", "text/plain"), "HTTP 501)"),
-    ((200, b"<html>gateway</html>", "text/html"), "did not answer JSON"),
-    ((200, b'{"models": "all of them"}', "application/json"), "HTTP 200, not a list of models"),
-])
+@pytest.mark.parametrize(
+    "answer,why",
+    [
+        ((404, b"not found", "text/plain"), "HTTP 404)"),
+        ((501, b"", "text/plain"), "HTTP 501)"),
+        ((200, b"<html>gateway</html>", "text/html"), "did not answer JSON"),
+        ((200, b'{"models": "all of them"}', "application/json"), "HTTP 200, not a list of models"),
+    ],
+)
 def test_a_gateway_without_a_model_list_is_a_warning(tmp_path: Path, gateway: Gateway, answer, why):
     gateway.models = answer
     rc, checks = run(tmp_path, gateway)

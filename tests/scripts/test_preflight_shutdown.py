@@ -25,27 +25,56 @@ def docker(*args: str, check: bool = True, **kw) -> str:
 def images(base_image: str):
     run = uuid.uuid4().hex[:6]
     good, bad, stale = (f"agensh-test-worker:{run}-{k}" for k in ("good", "bad", "stale"))
-    common = (f"FROM {BASE_IMAGE}\nLABEL agensh.test={run}\n"
-              "RUN printf '#!/bin/sh\\necho board=True copilot=yes\\n' > /usr/local/bin/pbench-selfcheck && "
-              "chmod +x /usr/local/bin/pbench-selfcheck && mkdir -p /opt/pbench && printf '#!/bin/sh\\n' > /opt/pbench/executable\n")
+    common = (
+        f"FROM {BASE_IMAGE}\nLABEL agensh.test={run}\n"
+        "RUN printf '#!/bin/sh\\necho board=True copilot=yes\\n' > /usr/local/bin/pbench-selfcheck && "
+        "chmod +x /usr/local/bin/pbench-selfcheck && mkdir -p /opt/pbench && printf '#!/bin/sh\\n' > /opt/pbench/executable\n"
+    )
     # test doubles of the CLI's version line only (the real CLI's is checked in test_team_services)
     says = "RUN printf '#!/bin/sh\\necho GitHub Copilot CLI %s.\\n' > /usr/local/bin/copilot && chmod +x /usr/local/bin/copilot\n"
     env = {"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
-    docker("build", "-q", "-t", good, "-", input=common + says % PIN + "RUN chmod 0111 /opt/pbench/executable\n", env=env)
-    docker("build", "-q", "-t", bad, "-", input=common + says % PIN + "RUN chmod 0755 /opt/pbench/executable\n", env=env)
-    docker("build", "-q", "-t", stale, "-", input=common + says % "9.9.9" + "RUN chmod 0111 /opt/pbench/executable\n",
-           env=env)
+    docker(
+        "build", "-q", "-t", good, "-", input=common + says % PIN + "RUN chmod 0111 /opt/pbench/executable\n", env=env
+    )
+    docker(
+        "build", "-q", "-t", bad, "-", input=common + says % PIN + "RUN chmod 0755 /opt/pbench/executable\n", env=env
+    )
+    docker(
+        "build",
+        "-q",
+        "-t",
+        stale,
+        "-",
+        input=common + says % "9.9.9" + "RUN chmod 0111 /opt/pbench/executable\n",
+        env=env,
+    )
     yield run, good, bad, stale
     docker("rmi", "-f", good, bad, stale, check=False)
 
 
 def inputs(tmp_path: Path, run: str, **over) -> dict:
-    a = {"run_dir": str(tmp_path / "run"), "profile": f"t-{run}", "host_units": "off", "host_units_receipt": "",
-         "images": [BASE_IMAGE], "worker_images": [], "copilot_version": PIN, "revisioned_images": [],
-         "checkout_revision": None,
-         "subnets": ["10.253.251.0/24"], "networks": [], "ports": [],
-         "limits": {"workers": 8, "routers": 8, "administrators": 2, "mm_max_users": 200, "mysql_max_connections": 1000,
-                    "platform_connections": 100}}
+    a = {
+        "run_dir": str(tmp_path / "run"),
+        "profile": f"t-{run}",
+        "host_units": "off",
+        "host_units_receipt": "",
+        "images": [BASE_IMAGE],
+        "worker_images": [],
+        "copilot_version": PIN,
+        "revisioned_images": [],
+        "checkout_revision": None,
+        "subnets": ["10.253.251.0/24"],
+        "networks": [],
+        "ports": [],
+        "limits": {
+            "workers": 8,
+            "routers": 8,
+            "administrators": 2,
+            "mm_max_users": 200,
+            "mysql_max_connections": 1000,
+            "platform_connections": 100,
+        },
+    }
     a.update(over)
     return a
 
@@ -75,11 +104,24 @@ def test_preflight_reports_every_failure(images, tmp_path: Path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "result_index.jsonl").write_text("{}\n")
     try:
-        a = inputs(tmp_path, run, images=[good, "agensh-test-absent:nope"], worker_images=[bad],
-                   subnets=["10.253.252.0/25"], ports=[busy], host_units="local",
-                   host_units_receipt=json.dumps({"guard": "installed", "slice_memory_max": "infinity"}),
-                   limits={"workers": 300, "routers": 300, "administrators": 2, "mm_max_users": 200,
-                           "mysql_max_connections": 1000, "platform_connections": 100})
+        a = inputs(
+            tmp_path,
+            run,
+            images=[good, "agensh-test-absent:nope"],
+            worker_images=[bad],
+            subnets=["10.253.252.0/25"],
+            ports=[busy],
+            host_units="local",
+            host_units_receipt=json.dumps({"guard": "installed", "slice_memory_max": "infinity"}),
+            limits={
+                "workers": 300,
+                "routers": 300,
+                "administrators": 2,
+                "mm_max_users": 200,
+                "mysql_max_connections": 1000,
+                "platform_connections": 100,
+            },
+        )
         rc, receipt = checks(tmp_path, a)
     finally:
         holder.close()
@@ -97,25 +139,43 @@ def test_preflight_refuses_a_worker_image_whose_copilot_is_not_the_pin(images, t
     run, _, _, stale = images
     rc, receipt = checks(tmp_path, inputs(tmp_path, run, worker_images=[stale], images=[stale]))
     assert rc == 1 and not receipt["checks"]["workers"]["ok"]
-    assert "says 'GitHub Copilot CLI 9.9.9.'; the profile pins copilot_version 1.0.78" in receipt["checks"]["workers"]["detail"]
+    assert (
+        "says 'GitHub Copilot CLI 9.9.9.'; the profile pins copilot_version 1.0.78"
+        in receipt["checks"]["workers"]["detail"]
+    )
 
 
 def test_shutdown_verifies_archives(images, tmp_path: Path):
     run, good, _, _ = images
     names, dirs = [], {}
-    script = ("trap 'tar -czf /archive/state.tar.gz -C / etc/hostname; exit 0' TERM; "
-              "while true; do sleep 1; done")
+    script = "trap 'tar -czf /archive/state.tar.gz -C / etc/hostname; exit 0' TERM; while true; do sleep 1; done"
     try:
         for i, seals in ((1, True), (2, False)):
             d = tmp_path / f"archive-{i}"
             d.mkdir()
             name = f"agensh-test-{run}-w{i}"
-            docker("run", "-d", "--name", name, "--network", "none", "--label", f"agensh.test={run}", "-v", f"{d}:/archive",
-                   good, "bash", "-c", script if seals else "sleep 300")
+            docker(
+                "run",
+                "-d",
+                "--name",
+                name,
+                "--network",
+                "none",
+                "--label",
+                f"agensh.test={run}",
+                "-v",
+                f"{d}:/archive",
+                good,
+                "bash",
+                "-c",
+                script if seals else "sleep 300",
+            )
             names.append(name)
             dirs[name] = str(d)
         router = f"agensh-test-{run}-r1"
-        docker("run", "-d", "--name", router, "--network", "none", "--label", f"agensh.test={run}", good, "sleep", "300")
+        docker(
+            "run", "-d", "--name", router, "--network", "none", "--label", f"agensh.test={run}", good, "sleep", "300"
+        )
         names.append(router)
         a = {"run_dir": str(tmp_path / "run"), "task_id": "t", "grace_s": 3, "workers": dirs, "routers": [router]}
         assert shutdown.main({"AGENSH_INPUT": json.dumps(a)}) == 0

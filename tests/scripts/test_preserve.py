@@ -39,8 +39,12 @@ def env(pd: ProfileDir, tmp: Path, **extra: str) -> dict[str, str]:
 
 
 def copy_task(rd, archive: Path, traj: Path, task: str | None = TASK) -> int:
-    a = PreserveInputs(run_dir=str(rd.path), task_id=task, copy_dir=str(CopyDir.of(str(traj), "p", RUN).path),
-                       archive_dirs={AGENT: str(archive)})
+    a = PreserveInputs(
+        run_dir=str(rd.path),
+        task_id=task,
+        copy_dir=str(CopyDir.of(str(traj), "p", RUN).path),
+        archive_dirs={AGENT: str(archive)},
+    )
     return preserve.main(["task" if task else "run"], {"AGENSH_INPUT": a.model_dump_json()})
 
 
@@ -52,13 +56,21 @@ def test_a_task_and_then_the_run_are_copied_and_verified(profile, tmp_path: Path
     assert copy_task(rd, archive, traj) == 0
     copy = CopyDir.of(str(traj), "p", RUN)
     receipt = json.loads(rd.receipt("preserve-task", TASK).read_text())["result"]
-    assert receipt["verified"] and receipt["files"] == 3 and sorted(receipt["skipped"]) == sorted([str(planted), str(archive / "fifo")])
+    assert (
+        receipt["verified"]
+        and receipt["files"] == 3
+        and sorted(receipt["skipped"]) == sorted([str(planted), str(archive / "fifo")])
+    )
     assert (copy.path / TASK / "submission.tar.gz").read_bytes() == rd.submission(TASK).read_bytes()
     assert (copy.agent(AGENT) / "state.tar.gz").read_bytes() == (archive / "state.tar.gz").read_bytes()
     assert not (copy.agent(AGENT) / "planted").exists() and not (copy.agent(AGENT) / "fifo").exists()
     missing = sorted(copies.problems(rd, {AGENT: archive}, copy))  # run-level files, and this step's own receipt
-    assert missing == sorted([f"{copy.path / 'run_manifest.json'} is missing",
-                              f"{copy.path / TASK / 'receipts' / 'preserve-task.json'} is missing"])
+    assert missing == sorted(
+        [
+            f"{copy.path / 'run_manifest.json'} is missing",
+            f"{copy.path / TASK / 'receipts' / 'preserve-task.json'} is missing",
+        ]
+    )
     assert copy_task(rd, archive, traj, task=None) == 0  # the whole run, last
     assert copies.problems(rd, {AGENT: archive}, copy) == []
     sums = json.loads(copy.sums.read_text())

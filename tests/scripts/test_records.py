@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from model import steps
 from model.records import IndexRow, KickoffResult, Record, read_index
-from model.steps import read_receipt, result_of
 from model.rundir import RunDir
 from model.step_inputs import TaskInputs
+from model.steps import read_receipt, result_of
 from scripts import manifest
 from scripts.lib.step import StepFailed, append_result, now, run_step
 
@@ -36,10 +36,12 @@ def inputs(tmp_path: Path, task: str = "t") -> TaskInputs:
 
 def test_index_survives_a_crash_between_rows(tmp_path: Path):
     rd = RunDir(tmp_path)
-    code = ("import os, sys; sys.path.insert(0, %r); from pathlib import Path; from model.rundir import RunDir; "
-            "from model.records import IndexRow; from scripts.lib.step import append_result; rd = RunDir(Path(%r)); "
-            "append_result(rd, IndexRow(at='x', task_id='a', status='scored', score=0.5)); "
-            "open(rd.index, 'a').write('{\"task_id\": \"b\", \"sta'); os._exit(9)") % (str(ROOT), str(tmp_path))
+    code = (
+        "import os, sys; sys.path.insert(0, %r); from pathlib import Path; from model.rundir import RunDir; "
+        "from model.records import IndexRow; from scripts.lib.step import append_result; rd = RunDir(Path(%r)); "
+        "append_result(rd, IndexRow(at='x', task_id='a', status='scored', score=0.5)); "
+        'open(rd.index, \'a\').write(\'{"task_id": "b", "sta\'); os._exit(9)'
+    ) % (str(ROOT), str(tmp_path))
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
     append_result(rd, row("a", "scored", 1.0))
     rows = read_index(rd.index)
@@ -83,8 +85,9 @@ def test_failed_step_is_recorded_and_retried(tmp_path: Path):
 
 def test_typed_receipts_are_read_back_by_later_steps(tmp_path: Path):
     rd = RunDir(tmp_path)
-    kicked = KickoffResult(ramp_start="a", ramp_start_epoch=1.0, kickoff_at="b", deadline="c", deadline_epoch=2.0,
-                           post_id="p")
+    kicked = KickoffResult(
+        ramp_start="a", ramp_start_epoch=1.0, kickoff_at="b", deadline="c", deadline_epoch=2.0, post_id="p"
+    )
     assert run_step(steps.KICKOFF, rd, "t", inputs(tmp_path), lambda: kicked) == 0
     assert result_of(rd, steps.KICKOFF, "t", KickoffResult) == kicked
     assert read_receipt(rd, steps.KICKOFF, "t").status == "ok"
@@ -94,9 +97,15 @@ def test_typed_receipts_are_read_back_by_later_steps(tmp_path: Path):
 
 
 def profile_args(tmp_path: Path, **over) -> dict:
-    args = {"run_dir": str(tmp_path / "run"), "project_dir": str(ROOT), "checkout": str(tmp_path / "checkout"),
-            "profile": {"tasks": ["a__x.1", "b__y.2", "c__z.3"], "allow_dirty": False}, "profile_digest": "d",
-            "images": {"img:1": "sha256:1"}, "copy_dir": str(tmp_path / "traj" / "p.r")}
+    args = {
+        "run_dir": str(tmp_path / "run"),
+        "project_dir": str(ROOT),
+        "checkout": str(tmp_path / "checkout"),
+        "profile": {"tasks": ["a__x.1", "b__y.2", "c__z.3"], "allow_dirty": False},
+        "profile_digest": "d",
+        "images": {"img:1": "sha256:1"},
+        "copy_dir": str(tmp_path / "traj" / "p.r"),
+    }
     args.update(over)
     return args
 
@@ -146,14 +155,25 @@ def test_manifest_records_the_scheduled_and_the_actual_start(tmp_path: Path):
 
     rd = RunDir(tmp_path / "run")
     rd.path.mkdir()
-    rd.launch_record.write_text(json.dumps({"stack": "cohort-w8", "unit": "agensh-launch-cohort-w8.service",
-                                            "host": "h", "scheduled": "2026-12-02T06:00:00Z",
-                                            "started": "2026-12-02T06:00:01Z"}))
+    rd.launch_record.write_text(
+        json.dumps(
+            {
+                "stack": "cohort-w8",
+                "unit": "agensh-launch-cohort-w8.service",
+                "host": "h",
+                "scheduled": "2026-12-02T06:00:00Z",
+                "started": "2026-12-02T06:00:01Z",
+            }
+        )
+    )
     args = profile_args(tmp_path, start_at="2026-12-02T06:00:00Z")
     assert manifest.main(["start"], {"AGENSH_INPUT": json.dumps(args)}) == 0
     m = json.loads(rd.manifest.read_text())
     assert (m["scheduled_start"], m["actual_start"], m["launched_by"]) == (
-        "2026-12-02T06:00:00Z", "2026-12-02T06:00:01Z", "agensh-launch-cohort-w8.service")
+        "2026-12-02T06:00:00Z",
+        "2026-12-02T06:00:01Z",
+        "agensh-launch-cohort-w8.service",
+    )
 
 
 def test_dirty_checkout_is_refused_without_the_escape(tmp_path: Path):
@@ -183,11 +203,13 @@ def test_failed_task_step_leaves_its_marker(tmp_path: Path):
 def test_a_leftover_run_of_a_step_finishes_first_and_the_new_run_replays(tmp_path: Path):
     """An `up` killed mid-step leaves its step programs running (they outlive the engine); the resumed `up`'s run
     of the same step waits for it and then replays its receipt instead of working a second time."""
-    code = ("import sys, time; sys.path.insert(0, %r); from pathlib import Path; from model.rundir import RunDir; "
-            "from model.step_inputs import TaskInputs; from scripts.lib.step import run_step; from model import steps; "
-            "from tests.scripts.test_records import Value; "
-            "sys.exit(run_step(steps.WAKE, RunDir(Path(%r)), 't', TaskInputs(run_dir=%r, task_id='t'), "
-            "lambda: (time.sleep(3), Value(value=7))[1]))") % (str(ROOT), str(tmp_path), str(tmp_path))
+    code = (
+        "import sys, time; sys.path.insert(0, %r); from pathlib import Path; from model.rundir import RunDir; "
+        "from model.step_inputs import TaskInputs; from scripts.lib.step import run_step; from model import steps; "
+        "from tests.scripts.test_records import Value; "
+        "sys.exit(run_step(steps.WAKE, RunDir(Path(%r)), 't', TaskInputs(run_dir=%r, task_id='t'), "
+        "lambda: (time.sleep(3), Value(value=7))[1]))"
+    ) % (str(ROOT), str(tmp_path), str(tmp_path))
     leftover = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
     lock = RunDir(tmp_path).lock(steps.WAKE.name, "t")
     for _ in range(100):

@@ -48,8 +48,13 @@ def test_due_reminders_posted_and_passed_ones_skipped(tmp_path: Path, monkeypatc
     try:
         deadline = clock + 120
         kicked_off(tmp_path, "t", deadline)
-        args = {"run_dir": str(tmp_path), "task_id": "t", "mattermost_url": f"http://127.0.0.1:{server.server_port}",
-                "mattermost_user": "pbench-admin", "minutes": [30, 1, 10]}
+        args = {
+            "run_dir": str(tmp_path),
+            "task_id": "t",
+            "mattermost_url": f"http://127.0.0.1:{server.server_port}",
+            "mattermost_user": "pbench-admin",
+            "minutes": [30, 1, 10],
+        }
         assert reminders.main({"AGENSH_INPUT": json.dumps(args), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
         receipt = json.loads((tmp_path / "t" / "receipts" / "reminders.json").read_text())["result"]
         assert receipt["posted"] == [1] and receipt["skipped"] == [30, 10]

@@ -16,21 +16,33 @@ import shutil
 import signal
 import subprocess
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Callable
 
 import programbench
 import pytest
 from programbench import submission
 from programbench.utils.load_data import load_all_instances
 
-from model.profile import Profile
 from model import steps
-from model.records import (BaselineSeedResult, EvaluateResult, Event, ExportResult, GateResult,
-                                Host, KickoffResult, Receipt, Record, RemindersResult, ShutdownResult, read_record)
+from model.profile import Profile
+from model.records import (
+    BaselineSeedResult,
+    EvaluateResult,
+    Event,
+    ExportResult,
+    GateResult,
+    Host,
+    KickoffResult,
+    Receipt,
+    Record,
+    RemindersResult,
+    ShutdownResult,
+    read_record,
+)
 from model.rundir import EXPORT_FAILED, RunDir
 from model.step_inputs import ManifestInputs
 from scripts import manifest, score
@@ -45,11 +57,19 @@ ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = Path(programbench.__file__).parent / "data" / "test_runs"
 DEMO_TASK = "testorg__calculator.abc1234"
 T0 = 1_795_000_000.0  # 2026-11-18, the first ramp start of the runs built here
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9"]
-TIMELINE_LABELS = ("ramp start", "wake due", "kickoff", "reminder", "deadline", "export", "archive grace",
-                   "evaluation")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-server=127.0.0.1:9",
+]
+TIMELINE_LABELS = ("ramp start", "wake due", "kickoff", "reminder", "deadline", "export", "archive grace", "evaluation")
 
 
 # --- the page, as a tree (the stdlib parser; Chromium's DOM is HTML, not XML) ------------------------------------
@@ -61,7 +81,7 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 class Node:
     tag: str
     attrs: dict[str, str | None]
-    children: list["Node | str"] = field(default_factory=list)
+    children: list[Node | str] = field(default_factory=list)
 
     def iter(self):
         yield self
@@ -72,9 +92,12 @@ class Node:
     def text(self) -> str:
         return "".join(c if isinstance(c, str) else c.text() for c in self.children)
 
-    def find(self, tag: str | None = None, **attrs: str) -> list["Node"]:
-        return [n for n in self.iter() if (tag is None or n.tag == tag)
-                and all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+    def find(self, tag: str | None = None, **attrs: str) -> list[Node]:
+        return [
+            n
+            for n in self.iter()
+            if (tag is None or n.tag == tag) and all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
+        ]
 
     def field(self, name: str) -> str:
         return self.find(data_field=name)[0].text().strip()
@@ -113,6 +136,7 @@ def parse(html: str) -> Node:
 
 # --- Chromium ----------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def chromium() -> str:
     exe = shutil.which("chromium") or "/usr/bin/chromium"
@@ -130,8 +154,13 @@ def artifacts() -> Path:
 def run_chromium(exe: str, page: Path, tmp: Path, *mode: str) -> str:
     """One headless Chromium with a fresh profile; its process group is killed if it outlives the timeout."""
     profile = tmp / f"chromium-{uuid.uuid4().hex[:8]}"
-    proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *mode, page.as_uri()],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *mode, page.as_uri()],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=120)
     finally:
@@ -156,61 +185,147 @@ def browse(exe: str, page: Path, tmp: Path, screenshot: Path) -> Page:
     run_chromium(exe, page, tmp, f"--screenshot={screenshot}", "--window-size=1400,3000")
     log = json.loads(net_log.read_text())
     start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    requests = [e["params"]["url"] for e in log["events"] if e["type"] == start_job
-                and e.get("params", {}).get("url") and e["params"].get("initiator") != "not an origin"
-                and not e["params"]["url"].startswith(("file:", "data:"))]
+    requests = [
+        e["params"]["url"]
+        for e in log["events"]
+        if e["type"] == start_job
+        and e.get("params", {}).get("url")
+        and e["params"].get("initiator") != "not an origin"
+        and not e["params"]["url"].startswith(("file:", "data:"))
+    ]
     assert screenshot.stat().st_size > 10_000
     return Page(parse(dom), requests)
 
 
 def external_references(html: str) -> list[str]:
     """Attribute or CSS references that would make a browser fetch something from elsewhere."""
-    return re.findall(r"""(?:src|href|action|poster|srcset)\s*=\s*["']?\s*(?:https?:)?//[^"'\s>]*|url\(\s*["']?(?:https?:)?//|@import""",
-                      html, flags=re.IGNORECASE)
+    return re.findall(
+        r"""(?:src|href|action|poster|srcset)\s*=\s*["']?\s*(?:https?:)?//[^"'\s>]*|url\(\s*["']?(?:https?:)?//|@import""",
+        html,
+        flags=re.IGNORECASE,
+    )
 
 
 # --- run directories built here, through the steps' own records -------------------------------------------------
 
-def receipt(run: Path, task: str | None, step: str, started: float, finished: float, result: Record | None,
-            status: str = "ok", error: str | None = None) -> None:
+
+def receipt(
+    run: Path,
+    task: str | None,
+    step: str,
+    started: float,
+    finished: float,
+    result: Record | None,
+    status: str = "ok",
+    error: str | None = None,
+) -> None:
     """A step's receipt as `run_step` writes it (the steps themselves need Docker and the services)."""
     rd = RunDir(run)
-    write_atomic(rd.receipt(step, task), Receipt[type(result) if result is not None else Record](  # type: ignore[misc]
-        step=step, task_id=task, inputs_digest="0123456789abcdef", started=iso(started), finished=iso(finished),
-        status=status, result=result, error=error))
+    write_atomic(
+        rd.receipt(step, task),
+        Receipt[type(result) if result is not None else Record](  # type: ignore[misc]
+            step=step,
+            task_id=task,
+            inputs_digest="0123456789abcdef",
+            started=iso(started),
+            finished=iso(finished),
+            status=status,
+            result=result,
+            error=error,
+        ),
+    )
 
 
 def team_task_receipts(run: Path, task: str, p: Profile, t0: float, eval_s: float) -> float:
     """A team task's receipts as the steps write them (ramp start t0); returns when its shutdown finished."""
     b = p.task_budget
     deadline = t0 + b.budget_s
-    receipt(run, task, "kickoff", t0, t0 + b.kickoff_s, KickoffResult(
-        ramp_start=iso(t0), ramp_start_epoch=t0, kickoff_at=iso(t0 + b.kickoff_s), deadline=iso(deadline),
-        deadline_epoch=deadline, post_id="p1"))
-    receipt(run, task, "reminders", t0 + b.kickoff_s, deadline - 60 * min(p.reminder_minutes), RemindersResult(
-        posted=sorted(p.reminder_minutes, reverse=True), skipped=[], deadline=iso(deadline)))
-    receipt(run, task, "export", t0 + b.kickoff_s, deadline + 9, ExportResult(
-        submission=str(RunDir(run).submission(task)), commit="4f1c2d9e0b7a", files=37, exported_at=iso(deadline + 8)))
+    receipt(
+        run,
+        task,
+        "kickoff",
+        t0,
+        t0 + b.kickoff_s,
+        KickoffResult(
+            ramp_start=iso(t0),
+            ramp_start_epoch=t0,
+            kickoff_at=iso(t0 + b.kickoff_s),
+            deadline=iso(deadline),
+            deadline_epoch=deadline,
+            post_id="p1",
+        ),
+    )
+    receipt(
+        run,
+        task,
+        "reminders",
+        t0 + b.kickoff_s,
+        deadline - 60 * min(p.reminder_minutes),
+        RemindersResult(posted=sorted(p.reminder_minutes, reverse=True), skipped=[], deadline=iso(deadline)),
+    )
+    receipt(
+        run,
+        task,
+        "export",
+        t0 + b.kickoff_s,
+        deadline + 9,
+        ExportResult(
+            submission=str(RunDir(run).submission(task)), commit="4f1c2d9e0b7a", files=37, exported_at=iso(deadline + 8)
+        ),
+    )
     shutdown_end = deadline + 9 + p.export_grace_s / 3
-    receipt(run, task, "shutdown", deadline + 9, shutdown_end, ShutdownResult(
-        archives={f"{p.profile}-{task}-w{n}": "ok" for n in range(p.workers)}, archives_complete=True))
-    receipt(run, task, "evaluate", shutdown_end, shutdown_end + eval_s, EvaluateResult(
-        eval_json=str(RunDir(run).eval_json(task)), exit_code=0, error_code=None, test_branch_errors=[], docker_cpus=2,
-        seconds=eval_s))
+    receipt(
+        run,
+        task,
+        "shutdown",
+        deadline + 9,
+        shutdown_end,
+        ShutdownResult(archives={f"{p.profile}-{task}-w{n}": "ok" for n in range(p.workers)}, archives_complete=True),
+    )
+    receipt(
+        run,
+        task,
+        "evaluate",
+        shutdown_end,
+        shutdown_end + eval_s,
+        EvaluateResult(
+            eval_json=str(RunDir(run).eval_json(task)),
+            exit_code=0,
+            error_code=None,
+            test_branch_errors=[],
+            docker_cpus=2,
+            seconds=eval_s,
+        ),
+    )
     return shutdown_end
 
 
 def profile_of(name: str, tasks: list[str], **settings) -> Profile:
-    return Profile(profile=name, run_id="20261118t000000z", tasks=tasks, llm_upstream="https://gateway.example",
-                   agensh_checkout=str(ROOT), allow_dirty=True, **settings)
+    return Profile(
+        profile=name,
+        run_id="20261118t000000z",
+        tasks=tasks,
+        llm_upstream="https://gateway.example",
+        agensh_checkout=str(ROOT),
+        allow_dirty=True,
+        **settings,
+    )
 
 
 def start_manifest(run: Path, p: Profile) -> ManifestInputs:
     """The manifest step's start, for real (revisions of this checkout, this host)."""
-    a = ManifestInputs(run_dir=str(run), project_dir=str(ROOT), checkout=str(ROOT), profile=p.model_dump(mode="json"),
-                       profile_digest=p.digest(), copy_dir=str(run.parent / "copy"),
-                       images={p.image("board"): "sha256:" + "b0a4d" * 12 + "1234",
-                               p.worker_image(p.tasks[0]): "sha256:" + "7e11c" * 12 + "5678"})
+    a = ManifestInputs(
+        run_dir=str(run),
+        project_dir=str(ROOT),
+        checkout=str(ROOT),
+        profile=p.model_dump(mode="json"),
+        profile_digest=p.digest(),
+        copy_dir=str(run.parent / "copy"),
+        images={
+            p.image("board"): "sha256:" + "b0a4d" * 12 + "1234",
+            p.worker_image(p.tasks[0]): "sha256:" + "7e11c" * 12 + "5678",
+        },
+    )
     manifest.start(a)
     return a
 
@@ -245,24 +360,60 @@ def demo_run(tmp_path: Path, name: str = "demo", kind: str = "team", eval_result
     """A demo-shaped run: the calculator task, a two-worker team on a three-minute budget, ProgramBench's bundled
     evaluator output, the manifest and score steps run for real."""
     run = tmp_path / name / "20261118t000000z"
-    settings = dict(workers=2, hours=0.05, wake_stagger_s=5, bringup_settle_s=5, export_grace_s=30,
-                    reminder_minutes=[1])
+    settings = dict(
+        workers=2, hours=0.05, wake_stagger_s=5, bringup_settle_s=5, export_grace_s=30, reminder_minutes=[1]
+    )
     if kind == "baseline":
-        settings = dict(kind="baseline", workers=1, hours=0.05, export_grace_s=30,
-                        internal_subnet="10.177.242.0/24", egress_subnet="10.177.243.0/24")
+        settings = dict(
+            kind="baseline",
+            workers=1,
+            hours=0.05,
+            export_grace_s=30,
+            internal_subnet="10.177.242.0/24",
+            egress_subnet="10.177.243.0/24",
+        )
     p = profile_of(name, [DEMO_TASK], **settings)
     args = start_manifest(run, p)
     copy_eval(BUNDLED / eval_result, run, DEMO_TASK)
     if kind == "baseline":
         deadline = T0 + p.task_budget.budget_s
-        receipt(run, DEMO_TASK, "baseline-seed", T0 - 5, T0, BaselineSeedResult(
-            workspace="/data/workspace", commit="9a8b7c", started_epoch=T0, deadline_epoch=deadline,
-            deadline=iso(deadline)))
-        receipt(run, DEMO_TASK, "shutdown", T0 + 1, deadline + 12, ShutdownResult(
-            archives={f"{name}-worker": "ok"}, archives_complete=True, snapshots=1))
-        receipt(run, DEMO_TASK, "evaluate", deadline + 12, deadline + 70, EvaluateResult(
-            eval_json=str(RunDir(run).eval_json(DEMO_TASK)), exit_code=0, error_code=None, test_branch_errors=[],
-            docker_cpus=2, seconds=58.0))
+        receipt(
+            run,
+            DEMO_TASK,
+            "baseline-seed",
+            T0 - 5,
+            T0,
+            BaselineSeedResult(
+                workspace="/data/workspace",
+                commit="9a8b7c",
+                started_epoch=T0,
+                deadline_epoch=deadline,
+                deadline=iso(deadline),
+            ),
+        )
+        receipt(
+            run,
+            DEMO_TASK,
+            "shutdown",
+            T0 + 1,
+            deadline + 12,
+            ShutdownResult(archives={f"{name}-worker": "ok"}, archives_complete=True, snapshots=1),
+        )
+        receipt(
+            run,
+            DEMO_TASK,
+            "evaluate",
+            deadline + 12,
+            deadline + 70,
+            EvaluateResult(
+                eval_json=str(RunDir(run).eval_json(DEMO_TASK)),
+                exit_code=0,
+                error_code=None,
+                test_branch_errors=[],
+                docker_cpus=2,
+                seconds=58.0,
+            ),
+        )
     else:
         team_task_receipts(run, DEMO_TASK, p, T0, eval_s=58)
     score_step(run, DEMO_TASK)
@@ -283,6 +434,7 @@ def wake_step(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
 
     def write(run: Path, *events: Event) -> None:
         receipt(run, DEMO_TASK, "wake", T0, T0 + 17, WakeStandIn(events=list(events)))
+
     return write
 
 
@@ -327,6 +479,7 @@ def assert_provenance(page: Node, run: Path) -> None:
 
 # --- tests -------------------------------------------------------------------------------------------------------
 
+
 def test_leaderboard_run_in_chromium(tmp_path: Path, chromium: str, artifacts: Path):
     leaderboard_tasks()
     run, p = leaderboard_run(tmp_path)
@@ -361,8 +514,11 @@ def test_leaderboard_run_in_chromium(tmp_path: Path, chromium: str, artifacts: P
 def test_demo_run_in_chromium(tmp_path: Path, chromium: str, artifacts: Path, wake_step):
     run = demo_run(tmp_path)
     # any result's `events` reach the timeline: worker 2 woke 12 s late
-    wake_step(run, Event(kind="wake", at=T0, label="worker 1", late_s=0.2),
-              Event(kind="wake", at=T0 + 17, label="worker 2", late_s=12.0))
+    wake_step(
+        run,
+        Event(kind="wake", at=T0, label="worker 1", late_s=0.2),
+        Event(kind="wake", at=T0 + 17, label="worker 2", late_s=12.0),
+    )
     assert report.main([str(run)]) == 0
     page = browse(chromium, RunDir(run).report, tmp_path, artifacts / "report-demo.png")
     assert page.requests == []
@@ -381,9 +537,21 @@ def test_demo_run_in_chromium(tmp_path: Path, chromium: str, artifacts: Path, wa
 def test_task_without_eval_json_is_not_evaluated(tmp_path: Path):
     run = demo_run(tmp_path)
     other = "abishekvashok__cmatrix.5c082c6"
-    receipt(run, other, "kickoff", T0 + 900, T0 + 920, KickoffResult(
-        ramp_start=iso(T0 + 900), ramp_start_epoch=T0 + 900, kickoff_at=iso(T0 + 920), deadline=iso(T0 + 1080),
-        deadline_epoch=T0 + 1080, post_id="p2"))
+    receipt(
+        run,
+        other,
+        "kickoff",
+        T0 + 900,
+        T0 + 920,
+        KickoffResult(
+            ramp_start=iso(T0 + 900),
+            ramp_start_epoch=T0 + 900,
+            kickoff_at=iso(T0 + 920),
+            deadline=iso(T0 + 1080),
+            deadline_epoch=T0 + 1080,
+            post_id="p2",
+        ),
+    )
     receipt(run, other, "export", T0 + 920, T0 + 1090, None, status="failed", error="Gitea unreachable")
     write_marker(RunDir(run), other, EXPORT_FAILED, "export: Gitea unreachable")
     assert report.main([str(run)]) == 0
@@ -402,8 +570,14 @@ def test_untrusted_text_is_escaped(tmp_path: Path, chromium: str, wake_step):
     data["test_results"][0].update(name=f"tests.test_calculator.test_addition{evil}", status="failure")
     eval_json.write_text(json.dumps(data))
     RunDir(run).score(DEMO_TASK).unlink()  # the report judges the changed result itself
-    receipt(run, DEMO_TASK, "export", T0, T0 + 190, ExportResult(
-        submission="s", commit=evil, files=1, exported_at=iso(T0 + 189)))
+    receipt(
+        run,
+        DEMO_TASK,
+        "export",
+        T0,
+        T0 + 190,
+        ExportResult(submission="s", commit=evil, files=1, exported_at=iso(T0 + 189)),
+    )
     receipt(run, DEMO_TASK, "reminders", T0, T0 + 190, None, status="failed", error=evil)
     wake_step(run, Event(kind="wake", at=T0 + 5, label=evil, late_s=30))
     assert report.main([str(run)]) == 0
@@ -450,13 +624,26 @@ def test_several_runs_need_an_output_and_bad_files_are_named(tmp_path: Path, cap
 def test_new_event_kinds_need_no_code_to_show(tmp_path: Path):
     """Events a result lists reach the plot: a kind in timeline.KINDS with its own legend entry, an unknown kind
     in the `other` lane under its own name."""
+
     class NudgesStandIn(Record):  # a stand-in for the coming idle-nudge step's result
         events: list[Event]
 
-    receipts = {"idle-nudges": Receipt[NudgesStandIn](
-        step="idle-nudges", task_id=DEMO_TASK, inputs_digest="0", started=iso(T0), finished=iso(T0 + 700),
-        status="ok", result=NudgesStandIn(events=[Event(kind="nudge", at=T0 + 600, label="worker 3"),
-                                                  Event(kind="disk_alarm", at=T0 + 700, label="disk 95 %")]))}
+    receipts = {
+        "idle-nudges": Receipt[NudgesStandIn](
+            step="idle-nudges",
+            task_id=DEMO_TASK,
+            inputs_digest="0",
+            started=iso(T0),
+            finished=iso(T0 + 700),
+            status="ok",
+            result=NudgesStandIn(
+                events=[
+                    Event(kind="nudge", at=T0 + 600, label="worker 3"),
+                    Event(kind="disk_alarm", at=T0 + 700, label="disk 95 %"),
+                ]
+            ),
+        )
+    }
     events = timeline.task_events(receipts, wake_offsets=[])
     svg = parse(timeline.plot_svg(events, salt="t"))
     texts = [t.text() for t in svg.find("text")]

@@ -8,8 +8,8 @@ from pathlib import Path
 import programbench
 import pytest
 
-from scripts import score
 from model.rundir import RunDir
+from scripts import score
 from scripts.lib.step import write_marker
 
 TASK = "testorg__calculator.abc1234"
@@ -39,10 +39,16 @@ def test_stock_identities_score_half(tmp_path: Path):
     assert json.loads((run / "result_index.jsonl").read_text().splitlines()[-1])["score"] == 0.5
 
 
-@pytest.mark.parametrize("patch,problem", [
-    ({"error_code": "compile_failed"}, "error_code=compile_failed"),
-    ({"test_branch_errors": {"33128f6b8600": [{"error_code": "container_crashed", "error_details": "oom"}]}}, "test_branch_errors"),
-])
+@pytest.mark.parametrize(
+    "patch,problem",
+    [
+        ({"error_code": "compile_failed"}, "error_code=compile_failed"),
+        (
+            {"test_branch_errors": {"33128f6b8600": [{"error_code": "container_crashed", "error_details": "oom"}]}},
+            "test_branch_errors",
+        ),
+    ],
+)
 def test_incomplete_results_are_never_a_score(tmp_path: Path, patch, problem):
     s = scored(run_with(tmp_path, "correct", **patch))
     assert s["score"] is None and not s["complete"]
@@ -69,7 +75,9 @@ def test_incorrect_program_scores_its_fraction(tmp_path: Path):
 
 
 def test_assess_judges_without_writing(tmp_path: Path):
-    run = run_with(tmp_path, "correct", test_branch_errors={"b": [{"error_code": "container_crashed", "error_details": "oom"}]})
+    run = run_with(
+        tmp_path, "correct", test_branch_errors={"b": [{"error_code": "container_crashed", "error_details": "oom"}]}
+    )
     before = sorted(p.relative_to(run) for p in run.rglob("*"))
     judged = score.assess(RunDir(run), TASK)
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before  # nothing written

@@ -8,8 +8,17 @@ import time
 from pathlib import Path
 
 from model.profile import parse_profile
-from model.records import (ExportResult, KickoffResult, Receipt, Record, Score, SeedResult, ShutdownResult, Wake,
-                                WakeResult)
+from model.records import (
+    ExportResult,
+    KickoffResult,
+    Receipt,
+    Record,
+    Score,
+    SeedResult,
+    ShutdownResult,
+    Wake,
+    WakeResult,
+)
 from model.rundir import RunDir
 from scripts.cli import status
 from scripts.lib.step import iso, now, write_atomic
@@ -18,14 +27,29 @@ TASK = "testorg__calculator.abc1234"
 
 
 def receipt(rd: RunDir, step: str, result: Record) -> None:
-    write_atomic(rd.receipt(step, TASK), Receipt[type(result)](step=step, task_id=TASK, inputs_digest="x", started=now(),
-                                                               finished=now(), status="ok", result=result))
+    write_atomic(
+        rd.receipt(step, TASK),
+        Receipt[type(result)](
+            step=step, task_id=TASK, inputs_digest="x", started=now(), finished=now(), status="ok", result=result
+        ),
+    )
 
 
 def test_phases_follow_the_receipts(tmp_path: Path):
-    p = parse_profile({"profile": "st", "run_id": "20261129t000000z", "tasks": [TASK], "workers": 2,
-                       "llm_upstream": "http://m.example", "agensh_checkout": "/x", "data_root": str(tmp_path),
-                       "traj_root": str(tmp_path / "traj"), "wake_stagger_s": 5, "bringup_settle_s": 5})
+    p = parse_profile(
+        {
+            "profile": "st",
+            "run_id": "20261129t000000z",
+            "tasks": [TASK],
+            "workers": 2,
+            "llm_upstream": "http://m.example",
+            "agensh_checkout": "/x",
+            "data_root": str(tmp_path),
+            "traj_root": str(tmp_path / "traj"),
+            "wake_stagger_s": 5,
+            "bringup_settle_s": 5,
+        }
+    )
     rd = RunDir.of(p)
 
     def seen() -> status.TaskView:
@@ -36,11 +60,26 @@ def test_phases_follow_the_receipts(tmp_path: Path):
     write_atomic(rd.ramp(TASK), {"ramp_start": time.time(), "woken": {"w1": time.time()}})
     assert (seen().phase, seen().detail) == ("ramp", "1 of 2 woken")
     start = time.time()
-    receipt(rd, "wake", WakeResult(ramp_start_epoch=start, events=[], wakes=[
-        Wake(worker="w1", due_epoch=start, at_epoch=start, late_s=0)]))
+    receipt(
+        rd,
+        "wake",
+        WakeResult(
+            ramp_start_epoch=start, events=[], wakes=[Wake(worker="w1", due_epoch=start, at_epoch=start, late_s=0)]
+        ),
+    )
     assert seen().phase == "waiting for kickoff" and "kickoff at" in seen().detail
-    receipt(rd, "kickoff", KickoffResult(ramp_start=iso(start), ramp_start_epoch=start, kickoff_at=now(),
-                                         deadline=iso(start + 30), deadline_epoch=start + 30, post_id="p"))
+    receipt(
+        rd,
+        "kickoff",
+        KickoffResult(
+            ramp_start=iso(start),
+            ramp_start_epoch=start,
+            kickoff_at=now(),
+            deadline=iso(start + 30),
+            deadline_epoch=start + 30,
+            post_id="p",
+        ),
+    )
     first = seen()
     time.sleep(1.1)
     later = seen()
@@ -58,13 +97,31 @@ def test_phases_follow_the_receipts(tmp_path: Path):
 
 def test_any_failed_step_shows(tmp_path: Path):
     """Not only the main line's steps: a failed idle-nudge step (beside the export) shows with its error."""
-    p = parse_profile({"profile": "st", "run_id": "20261129t000000z", "tasks": [TASK], "workers": 2,
-                       "llm_upstream": "http://m.example", "agensh_checkout": "/x", "data_root": str(tmp_path),
-                       "traj_root": str(tmp_path / "traj")})
+    p = parse_profile(
+        {
+            "profile": "st",
+            "run_id": "20261129t000000z",
+            "tasks": [TASK],
+            "workers": 2,
+            "llm_upstream": "http://m.example",
+            "agensh_checkout": "/x",
+            "data_root": str(tmp_path),
+            "traj_root": str(tmp_path / "traj"),
+        }
+    )
     rd = RunDir.of(p)
     receipt(rd, "seed", SeedResult(repo="team/x", commit="c", seeded="now"))
-    write_atomic(rd.receipt("nudges", TASK), Receipt[Record](step="nudges", task_id=TASK, inputs_digest="x",
-                                                             started=now(), finished=now(), status="failed",
-                                                             error="Mattermost refused the post"))
+    write_atomic(
+        rd.receipt("nudges", TASK),
+        Receipt[Record](
+            step="nudges",
+            task_id=TASK,
+            inputs_digest="x",
+            started=now(),
+            finished=now(),
+            status="failed",
+            error="Mattermost refused the post",
+        ),
+    )
     view = status.snapshot("st", p).tasks[0]
     assert (view.phase, view.detail) == ("failed", "nudges failed: Mattermost refused the post")

@@ -89,8 +89,9 @@ def docker(*args: str, check: bool = True, env: dict[str, str] | None = None) ->
 
 def build(tag: str, context: Path, dockerfile: Path, **args: str) -> str:
     build_args = [a for k, v in args.items() for a in ("--build-arg", f"{k}={v}")]
-    docker("build", "-q", "-t", tag, "--label", TEST_LABEL, "-f", str(dockerfile), *build_args, str(context),
-           env=BUILD_ENV)
+    docker(
+        "build", "-q", "-t", tag, "--label", TEST_LABEL, "-f", str(dockerfile), *build_args, str(context), env=BUILD_ENV
+    )
     return tag
 
 
@@ -105,8 +106,13 @@ def images(docker_engine: None):
         tags = {}
         copilot_cli.image(COPILOT)  # shared and cached by version, like the toolchain: never removed here
         for role, (dockerfile, default, context) in SHARED_IMAGES.items():
-            tags[role] = build(f"{default.split(':')[0]}:{TAG}", DEMO / context, DEMO / dockerfile,
-                               STANDIN_IMAGE=made[0], **({"COPILOT_VERSION": COPILOT} if role == "agent-base" else {}))
+            tags[role] = build(
+                f"{default.split(':')[0]}:{TAG}",
+                DEMO / context,
+                DEMO / dockerfile,
+                STANDIN_IMAGE=made[0],
+                **({"COPILOT_VERSION": COPILOT} if role == "agent-base" else {}),
+            )
             made.append(tags[role])
         made.append(service_images.mariadb_image(f"agensh-mariadb:{TAG}", labels=labels))
         made.append(service_images.gitea_image(f"agensh-gitea:{TAG}", labels=labels))
@@ -156,18 +162,36 @@ class Team:
     def __post_init__(self) -> None:
         model_ip = addressing.host(self.subnet, addressing.SERVICE_SLOTS - 1)  # one network: the model sits on it too
         image = self.images
-        self.profile: Profile = parse_profile({
-            "profile": f"{self.name}-{RUN}", "run_id": "20250101t000000z", "tasks": [TASK], "workers": 2,
-            "internal_subnet": str(self.subnet), "subnet_octet": int(str(self.subnet).split(".")[1]),
-            "llm_upstream": f"http://{model_ip}:{HTTP_PORT}", "agensh_checkout": str(DEMO),
-            "data_root": str(self.tmp / "data"), "host_units": "off", "wake_stagger_s": 0, "model_standin": True,
-            "egress_internal": True, "mysql_image": image["mysql"], "gitea_image": image["gitea"],
-            "mysql_max_connections": MAX_CONNECTIONS,
-            "mattermost_image": image["standin"], "board_image": image["board"],
-            "secret_service_image": image["secret-service"], "bootstrap_image": image["bootstrap"],
-            "egress_proxy_image": image["egress-proxy"], "mini_router_image": image["mini-router"],
-            "agent_base_image": image["agent-base"], "agent_image_tag": TAG, "copilot_version": COPILOT,
-            "mini_router_stuck_ms": SILENCE_MS})
+        self.profile: Profile = parse_profile(
+            {
+                "profile": f"{self.name}-{RUN}",
+                "run_id": "20250101t000000z",
+                "tasks": [TASK],
+                "workers": 2,
+                "internal_subnet": str(self.subnet),
+                "subnet_octet": int(str(self.subnet).split(".")[1]),
+                "llm_upstream": f"http://{model_ip}:{HTTP_PORT}",
+                "agensh_checkout": str(DEMO),
+                "data_root": str(self.tmp / "data"),
+                "host_units": "off",
+                "wake_stagger_s": 0,
+                "model_standin": True,
+                "egress_internal": True,
+                "mysql_image": image["mysql"],
+                "gitea_image": image["gitea"],
+                "mysql_max_connections": MAX_CONNECTIONS,
+                "mattermost_image": image["standin"],
+                "board_image": image["board"],
+                "secret_service_image": image["secret-service"],
+                "bootstrap_image": image["bootstrap"],
+                "egress_proxy_image": image["egress-proxy"],
+                "mini_router_image": image["mini-router"],
+                "agent_base_image": image["agent-base"],
+                "agent_image_tag": TAG,
+                "copilot_version": COPILOT,
+                "mini_router_stuck_ms": SILENCE_MS,
+            }
+        )
         self.secrets = {k: f"{k}-{secrets.token_hex(12)}" for k in contract.SECRET_KEYS}
         self.placements = {(c.role, c.index): c for c in Layout.of(self.profile).placements}
         self.model_ip = model_ip
@@ -188,11 +212,23 @@ class Team:
         c, s = self.placements[(role, n)], spec(self.profile, self.placements[(role, n)])
         envs = dict(s.env)
         for k, key in s.secret_env.items():
-            envs[k] = hashlib.sha256(self.secrets[key].encode()).hexdigest() if k.endswith("_SHA256") else self.secrets[key]
+            envs[k] = (
+                hashlib.sha256(self.secrets[key].encode()).hexdigest() if k.endswith("_SHA256") else self.secrets[key]
+            )
         envs.update(env_override)
         first = self.network if c.internal_ip or not c.data_ip else f"{self.network}-data"
-        args = ["--name", c.name, "--network", first, "--ip", self.ip(role, n),
-                "--hostname", c.name if ROLES[c.role].per_task else c.role, "--label", TEST_LABEL]
+        args = [
+            "--name",
+            c.name,
+            "--network",
+            first,
+            "--ip",
+            self.ip(role, n),
+            "--hostname",
+            c.name if ROLES[c.role].per_task else c.role,
+            "--label",
+            TEST_LABEL,
+        ]
         for k, v in sorted(envs.items()):
             args += ["-e", f"{k}={v}"]
         for m in s.mounts:
@@ -235,8 +271,9 @@ def logs(name: str) -> str:
 
 def http(method: str, url: str, body=None, headers: dict[str, str] | None = None) -> tuple[int, Any, dict]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json",
-                                                                         **(headers or {})})
+    req = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})}
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             raw, status, hdrs = resp.read(), resp.status, dict(resp.headers)
@@ -255,8 +292,11 @@ def basic(user: str, password: str) -> dict[str, str]:
 
 def raw_request(sock: socket.socket, method: str, path: str, body: bytes = b"") -> tuple[int, dict, bytes]:
     """One HTTP/1.1 keep-alive request on an open socket, with the raw path (no client-side normalising)."""
-    sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n"
-                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+    sock.sendall(
+        f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
     buf = b""
     while b"\r\n\r\n" not in buf:
         chunk = sock.recv(4096)
@@ -275,7 +315,7 @@ def closed_by_server(sock: socket.socket) -> bool:
     sock.settimeout(3)
     try:
         return sock.recv(1) == b""
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return False
     except ConnectionResetError:
         return True
@@ -300,8 +340,14 @@ def test_images_are_labelled(images):
 
 
 def test_agent_usernames_fit_gitea_and_mattermost():
-    agents = [f"{TASK}-1", f"{TASK}-12", "jgm__pandoc.5caad90-120", "microsoft__typescript-go.0123456789ab-7",
-              "x__7zip.abcdef0-3", "a_b__c--d..e.1234567-9"]
+    agents = [
+        f"{TASK}-1",
+        f"{TASK}-12",
+        "jgm__pandoc.5caad90-120",
+        "microsoft__typescript-go.0123456789ab-7",
+        "x__7zip.abcdef0-3",
+        "a_b__c--d..e.1234567-9",
+    ]
     names = [standin.agent_username(a) for a in agents]
     assert names[:2] == ["calculator-abc1234-1", "calculator-abc1234-12"]
     assert names[2] == "pandoc-5caad90-120" and names[4] == "a7zip-abcdef0-3"
@@ -332,9 +378,19 @@ def test_token_service_security(team: Team):
         assert status == 200 and json.loads(body)["token"] == good
         status, _, _ = raw_request(s, "GET", "/healthz")  # a good request keeps the connection
         assert status == 200
-    rejected = [f"/token/{TASK}", f"/token/{TASK}-", f"/token/{TASK}-0", "/token/testorg__calculator-1",
-                f"/token/../{TASK}-1", "/token/..%2F..%2Fetc%2Fpasswd", f"/token/{TASK}-1/../../../etc/passwd",
-                f"/token/{TASK}-1%2F..%2F..%2Fetc%2Fpasswd", "/token/..__..-1", f"/token/{TASK}-2", f"/token/{TASK}-3"]
+    rejected = [
+        f"/token/{TASK}",
+        f"/token/{TASK}-",
+        f"/token/{TASK}-0",
+        "/token/testorg__calculator-1",
+        f"/token/../{TASK}-1",
+        "/token/..%2F..%2Fetc%2Fpasswd",
+        f"/token/{TASK}-1/../../../etc/passwd",
+        f"/token/{TASK}-1%2F..%2F..%2Fetc%2Fpasswd",
+        "/token/..__..-1",
+        f"/token/{TASK}-2",
+        f"/token/{TASK}-3",
+    ]
     for path in rejected:
         with socket.create_connection((ip, HTTP_PORT), timeout=5) as s:
             status, headers, body = raw_request(s, "GET", path)
@@ -357,9 +413,23 @@ def test_a_worker_gets_only_its_own_token(team: Team):
     url = team.url("secret-service")
 
     def fetch_from(address: str, agent: int) -> str:
-        out = docker("run", "--rm", "--network", team.network, "--ip", address, "--label", TEST_LABEL,
-                     team.images["standin"], "curl", "-s", "-w", " %{http_code}", f"{url}/token/{TASK}-{agent}",
-                     check=False)
+        out = docker(
+            "run",
+            "--rm",
+            "--network",
+            team.network,
+            "--ip",
+            address,
+            "--label",
+            TEST_LABEL,
+            team.images["standin"],
+            "curl",
+            "-s",
+            "-w",
+            " %{http_code}",
+            f"{url}/token/{TASK}-{agent}",
+            check=False,
+        )
         return out.stdout
 
     assert fetch_from(team.ip("worker", 1), 1).endswith(" 200") and "token-of-1" in fetch_from(team.ip("worker", 1), 1)
@@ -381,12 +451,24 @@ def test_a_named_caller_gets_only_its_own_token(team: Team):
     url = team.url("secret-service")
     # two long-lived callers on the team network under their names (DNS of the network, as a swarm service's)
     for name in (one, two):
-        docker("run", "-d", "--name", name, "--network", team.network, "--label", TEST_LABEL, team.images["standin"],
-               "sleep", "300")
+        docker(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--network",
+            team.network,
+            "--label",
+            TEST_LABEL,
+            team.images["standin"],
+            "sleep",
+            "300",
+        )
 
     def fetch_from(caller: str, agent: int) -> str:
-        return docker("exec", caller, "curl", "-s", "-w", " %{http_code}", f"{url}/token/{TASK}-{agent}",
-                      check=False).stdout
+        return docker(
+            "exec", caller, "curl", "-s", "-w", " %{http_code}", f"{url}/token/{TASK}-{agent}", check=False
+        ).stdout
 
     try:
         mine = fetch_from(one, 1)
@@ -404,9 +486,15 @@ def test_board_lifecycle_security(team: Team):
     data.mkdir(parents=True)
     team.start("board")
     ip = team.ip("board")
-    for path in ("/board/../lifecycle", "/board/..%2F..%2Fescape/lifecycle", "/board/%2e%2e/lifecycle",
-                 "/board/a/../../escape/lifecycle", "/board/..%2fescape/lifecycle", "/board/.hidden/lifecycle",
-                 "/board/x%00/lifecycle"):
+    for path in (
+        "/board/../lifecycle",
+        "/board/..%2F..%2Fescape/lifecycle",
+        "/board/%2e%2e/lifecycle",
+        "/board/a/../../escape/lifecycle",
+        "/board/..%2fescape/lifecycle",
+        "/board/.hidden/lifecycle",
+        "/board/x%00/lifecycle",
+    ):
         assert post_raw(ip, HTTP_PORT, path, b'{"event": "claim"}') == 400, path
     assert sorted(p.name for p in data.iterdir()) == [], "a rejected request created something"
 
@@ -435,20 +523,37 @@ def test_egress_proxy_injects_the_model_credential(team: Team):
     stats = http("GET", f"{team.url('model')}/stats")[1]
     assert (stats["ok"], stats["rejected"]) == (1, 0)  # the model saw the real credential
     assert stats["efforts"] == {team.profile.reasoning_effort: 1}
-    for auth in ({"Authorization": "Bearer wrong"}, {}, {"Authorization": f"Bearer {team.secrets['llm_upstream_token']}"}):
+    for auth in (
+        {"Authorization": "Bearer wrong"},
+        {},
+        {"Authorization": f"Bearer {team.secrets['llm_upstream_token']}"},
+    ):
         assert http("POST", url, body, auth)[0] == 401
     stats = http("GET", f"{team.url('model')}/stats")[1]
     assert (stats["ok"], stats["rejected"]) == (1, 0)  # refused at the proxy, never forwarded
     # straight to the model with the proxy credential: refused by the model
-    assert http("POST", f"{team.url('model')}/v1/responses", body,
-                {"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"})[0] == 401
+    assert (
+        http(
+            "POST",
+            f"{team.url('model')}/v1/responses",
+            body,
+            {"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"},
+        )[0]
+        == 401
+    )
     # the model list: through the proxy with the proxy credential, the pinned model only (whatever the profile says)
     models = f"{team.url('egress-proxy')}/v1/models"
     status, listed, _ = http("GET", models, headers={"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"})
     assert status == 200 and [m["id"] for m in listed["data"]] == [contract.PINNED_MODEL]
     assert http("GET", models, headers={"Authorization": "Bearer wrong"})[0] == 401
-    assert http("GET", f"{team.url('model')}/v1/models",
-                headers={"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"})[0] == 401
+    assert (
+        http(
+            "GET",
+            f"{team.url('model')}/v1/models",
+            headers={"Authorization": f"Bearer {team.secrets['worker_proxy_token']}"},
+        )[0]
+        == 401
+    )
     for name in (model, proxy):
         assert team.secrets["llm_upstream_token"] not in logs(name)
 
@@ -456,18 +561,22 @@ def test_egress_proxy_injects_the_model_credential(team: Team):
 def test_preflight_model_check_through_the_standin_proxy(team: Team, tmp_path: Path):
     """The preflight's model phase against the stand-in proxy and gateway: the listed id passes, another fails naming
     the list, a gateway without a list (STANDIN_MODELS empty) is a warning."""
+
     def check(model: str) -> tuple[int, dict]:
         run_dir = tmp_path / model.replace("/", "_")
         inputs = {"run_dir": str(run_dir), "model": model, "effort": "high", "proxy_url": team.url("egress-proxy")}
-        rc = preflight.main(["model"], {"AGENSH_INPUT": json.dumps(inputs),
-                                        "AGENSH_PROXY_TOKEN": team.secrets["worker_proxy_token"]})
+        rc = preflight.main(
+            ["model"], {"AGENSH_INPUT": json.dumps(inputs), "AGENSH_PROXY_TOKEN": team.secrets["worker_proxy_token"]}
+        )
         receipt = json.loads((run_dir / "receipts" / "preflight-model.json").read_text())
         return rc, (receipt["result"] or receipt["details"])["checks"]["model-list"]
 
     team.start("model")
     team.start("egress-proxy")
-    assert check(contract.PINNED_MODEL) == (0, {"ok": True, "warning": False,
-                                                "detail": f"{contract.PINNED_MODEL} is one of the 1 models the gateway lists"})
+    assert check(contract.PINNED_MODEL) == (
+        0,
+        {"ok": True, "warning": False, "detail": f"{contract.PINNED_MODEL} is one of the 1 models the gateway lists"},
+    )
     rc, wrong = check("gpt-5.6")
     assert rc == 1 and f"which lists: {contract.PINNED_MODEL}." in wrong["detail"] and "agensh:model" in wrong["detail"]
     docker("rm", "-f", team.placements[("model", None)].name)
@@ -508,7 +617,10 @@ def test_mattermost_standin_speaks_the_v4_api(team: Team):
     assert http("POST", f"{api}/users", body, admin)[0] == 400  # an agent id is no Mattermost user name
     status, user, _ = http("POST", f"{api}/users", {**body, "username": name}, admin)
     assert status == 201 and user["username"] == name and "password" not in json.dumps(user)
-    assert http("POST", f"{api}/users", {**body, "username": name}, admin)[1]["id"] == "app.user.save.username_exists.app_error"
+    assert (
+        http("POST", f"{api}/users", {**body, "username": name}, admin)[1]["id"]
+        == "app.user.save.username_exists.app_error"
+    )
     status, _, hdrs = http("POST", f"{api}/users/login", {"login_id": name, "password": token})
     worker = {"Authorization": f"Bearer {hdrs['Token']}"}
     assert status == 200 and http("GET", path, None, worker)[0] == 403  # not in the team yet
@@ -536,15 +648,30 @@ def test_demo_profile_names_the_images_the_demo_builds():
     assert config["agensh:mysql_image"] == service_images.MARIADB_IMAGE
     assert config["agensh:mattermost_image"] == demo_images.MATTERMOST
     baseline = yaml.safe_load((ROOT / "stacks" / "demo-baseline.profile.yaml").read_text())["config"]
-    assert config["agensh:copilot_version"] == baseline["agensh:copilot_version"] == COPILOT  # the CLI demo_images imports
+    assert (
+        config["agensh:copilot_version"] == baseline["agensh:copilot_version"] == COPILOT
+    )  # the CLI demo_images imports
 
 
 def test_mariadb_validates_its_first_start(images, tmp_path: Path):
     """A data folder the image did not initialise is refused, never touched; a bad database name stops it early."""
+
     def first_start(data: Path, **env: str) -> subprocess.CompletedProcess:
         envs = [a for k, v in {"MYSQL_ROOT_PASSWORD": "pw", **env}.items() for a in ("-e", f"{k}={v}")]
-        return docker("run", "--rm", "--network", "none", "--label", TEST_LABEL, *envs, "-v", f"{data}:/var/lib/mysql",
-                      images["mysql"], "mysqld", check=False)
+        return docker(
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--label",
+            TEST_LABEL,
+            *envs,
+            "-v",
+            f"{data}:/var/lib/mysql",
+            images["mysql"],
+            "mysqld",
+            check=False,
+        )
 
     foreign = tmp_path / "foreign"
     foreign.mkdir()
@@ -597,17 +724,40 @@ def remote(t: Team, n: int) -> str:
     return with_user(f"{t.url('gitea')}/{TEAM_ORG}/{SLUG}.git", standin.agent_username(f"{TASK}-{n}"))
 
 
-def mariadb(t: Team, query: str, password: str, user: str = "root", network: str = "-data") -> subprocess.CompletedProcess:
+def mariadb(
+    t: Team, query: str, password: str, user: str = "root", network: str = "-data"
+) -> subprocess.CompletedProcess:
     """A query from a client container on the data network (or `network` = "" for the team network), over TCP, as
     Gitea (root) or a router (its own user) connects."""
-    return docker("run", "--rm", "--network", f"{t.network}{network}", "--label", TEST_LABEL, "-e", f"MYSQL_PWD={password}",
-                  t.images["mysql"], "mariadb", "--connect-timeout=3", "-h", t.ip("mysql"), f"-u{user}", "-N", "-B",
-                  "-e", query, check=False)
+    return docker(
+        "run",
+        "--rm",
+        "--network",
+        f"{t.network}{network}",
+        "--label",
+        TEST_LABEL,
+        "-e",
+        f"MYSQL_PWD={password}",
+        t.images["mysql"],
+        "mariadb",
+        "--connect-timeout=3",
+        "-h",
+        t.ip("mysql"),
+        f"-u{user}",
+        "-N",
+        "-B",
+        "-e",
+        query,
+        check=False,
+    )
 
 
 def test_mysql_max_connections_verified_by_query(stack: Team):
-    out = mariadb(stack, "SELECT @@max_connections, COUNT(*) FROM information_schema.tables "
-                         "WHERE table_schema = 'gitea'", stack.secrets["mysql_root_password"])
+    out = mariadb(
+        stack,
+        "SELECT @@max_connections, COUNT(*) FROM information_schema.tables WHERE table_schema = 'gitea'",
+        stack.secrets["mysql_root_password"],
+    )
     assert out.returncode == 0, out.stderr
     connections, gitea_tables = map(int, out.stdout.split())
     assert connections == MAX_CONNECTIONS == stack.profile.mysql_max_connections
@@ -616,15 +766,31 @@ def test_mysql_max_connections_verified_by_query(stack: Team):
     assert "Access denied" not in logs(mysql)  # the health checks log in as the loopback-only healthcheck user
     denied = mariadb(stack, "SELECT 1", "wrong")
     assert denied.returncode == 1 and "Access denied" in denied.stderr
-    idle = docker("run", "--rm", "--network", "none", "--label", TEST_LABEL, stack.images["mysql"],
-                  "mysqladmin", "ping", "-h", "127.0.0.1", check=False)
+    idle = docker(
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--label",
+        TEST_LABEL,
+        stack.images["mysql"],
+        "mysqladmin",
+        "ping",
+        "-h",
+        "127.0.0.1",
+        check=False,
+    )
     assert idle.returncode == 1  # no server, no pong: the contract's health check checks
 
 
 def test_routers_have_their_own_database_user_and_workers_no_path_to_the_database(stack: Team):
     router_pw = stack.secrets["mysql_router_password"]
-    mine = mariadb(stack, "CREATE TABLE IF NOT EXISTS router.t (x INT); SELECT COUNT(*) FROM router.t", router_pw,
-                   user=contract.ROUTER_DB)
+    mine = mariadb(
+        stack,
+        "CREATE TABLE IF NOT EXISTS router.t (x INT); SELECT COUNT(*) FROM router.t",
+        router_pw,
+        user=contract.ROUTER_DB,
+    )
     assert mine.returncode == 0, mine.stderr
     theirs = mariadb(stack, "SELECT COUNT(*) FROM gitea.user", router_pw, user=contract.ROUTER_DB)
     assert theirs.returncode == 1 and "denied" in theirs.stderr  # the router user sees only its own database
@@ -650,13 +816,23 @@ def test_bootstrap_registers_the_team(stack: Team):
     assert http("GET", f"{api}/orgs/{TEAM_ORG}", None, admin)[1]["visibility"] == "private"
     assert http("GET", f"{api}/repos/{TEAM_ORG}/{SLUG}", None, admin)[1]["private"] is True
     rules = http("GET", f"{api}/repos/{TEAM_ORG}/{SLUG}/branch_protections", None, admin)[1]
-    assert [(r["rule_name"], r["enable_push"], r["enable_push_whitelist"], r["push_whitelist_usernames"],
-             r["required_approvals"], r["enable_status_check"]) for r in rules] == [
-        ("main", True, True, [ADMIN_USER], 0, False)]
+    assert [
+        (
+            r["rule_name"],
+            r["enable_push"],
+            r["enable_push_whitelist"],
+            r["push_whitelist_usernames"],
+            r["required_approvals"],
+            r["enable_status_check"],
+        )
+        for r in rules
+    ] == [("main", True, True, [ADMIN_USER], 0, False)]
     agents = next(t for t in http("GET", f"{api}/orgs/{TEAM_ORG}/teams", None, admin)[1] if t["name"] == "agents")
     assert agents["includes_all_repositories"] is True
-    assert {u: agents["units_map"].get(u) for u in ("repo.code", "repo.pulls")} == {"repo.code": "write",
-                                                                                    "repo.pulls": "write"}
+    assert {u: agents["units_map"].get(u) for u in ("repo.code", "repo.pulls")} == {
+        "repo.code": "write",
+        "repo.pulls": "write",
+    }
     members = http("GET", f"{api}/teams/{agents['id']}/members", None, admin)[1]
     assert sorted(m["login"] for m in members) == sorted(names.values())
 
@@ -695,26 +871,48 @@ def merged(stack: Team, tmp_path_factory):
     cleanroom = calculator.build_cleanroom(f"agensh-services-{RUN}", dict([TEST_LABEL.split("=", 1)]))
     worker_image = stack.profile.worker_image(TASK)
     try:
-        build(worker_image, DEMO, DEMO / WORKER_DOCKERFILE, TASK_IMAGE=cleanroom,
-              AGENT_BASE_IMAGE=stack.images["agent-base"])
+        build(
+            worker_image,
+            DEMO,
+            DEMO / WORKER_DOCKERFILE,
+            TASK_IMAGE=cleanroom,
+            AGENT_BASE_IMAGE=stack.images["agent-base"],
+        )
         router = stack.start("router", 1)
         workers = {n: stack.start("worker", n) for n in (1, 2)}  # their sessions wait for the kickoff
-        a = {"run_dir": str(tmp / "run"), "task_id": TASK, "gitea_url": stack.url("gitea"), "gitea_user": ADMIN_USER,
-             "repo": contract.team_repo(TASK), "gitea_repositories": repositories(stack),
-             "cleanroom_image": cleanroom, "archive_dirs": [str(stack.mount("worker", "/archive", n)) for n in (1, 2)]}
-        assert seed.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}) == 0
+        a = {
+            "run_dir": str(tmp / "run"),
+            "task_id": TASK,
+            "gitea_url": stack.url("gitea"),
+            "gitea_user": ADMIN_USER,
+            "repo": contract.team_repo(TASK),
+            "gitea_repositories": repositories(stack),
+            "cleanroom_image": cleanroom,
+            "archive_dirs": [str(stack.mount("worker", "/archive", n)) for n in (1, 2)],
+        }
+        assert (
+            seed.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]})
+            == 0
+        )
         receipt = json.loads((tmp / "run" / TASK / "receipts" / "seed.json").read_text())
         sessions = activity.wait_for_sessions({workers[n]: f"{TASK}-{n}" for n in (1, 2)}, False, 120)
         assert all(sessions.values()), "\n".join(logs(c) for c in workers.values())
         kickoff(stack)
-        wanted = {workers[1]: ["opened and merged pull #1", "run exit 0"],
-                  workers[2]: ["pushed branch agent-2", "board: 200", "chat: posted", "direct push to main refused"]}
+        wanted = {
+            workers[1]: ["opened and merged pull #1", "run exit 0"],
+            workers[2]: ["pushed branch agent-2", "board: 200", "chat: posted", "direct push to main refused"],
+        }
         end = time.monotonic() + 240
         while not all(all(w in tool_outputs(c) for w in want) for c, want in wanted.items()):
             assert time.monotonic() < end, "\n".join(logs(c) for c in wanted)
             time.sleep(1)
-        yield {"seed": receipt, "workers": workers, "router": router, "worker_image": worker_image,
-               "sessions": sessions}
+        yield {
+            "seed": receipt,
+            "workers": workers,
+            "router": router,
+            "worker_image": worker_image,
+            "sessions": sessions,
+        }
     finally:
         for n in (1, 2):
             docker("rm", "-f", stack.placements[("worker", n)].name, check=False)
@@ -733,12 +931,21 @@ def test_real_copilot_sessions_merge_a_pull_request_and_cannot_push_main(stack: 
     assert merged["sessions"] == {f"{TASK}-1": COPILOT, f"{TASK}-2": COPILOT}  # agentInfo.version of each session
     assert merged["seed"]["status"] == "ok" and merged["seed"]["result"]["seeded"] == "now"
     assert merged["seed"]["result"]["main_protection"] == {
-        "enable_push": True, "enable_push_whitelist": True, "push_whitelist_usernames": [ADMIN_USER],
-        "required_approvals": 0, "enable_status_check": False}
+        "enable_push": True,
+        "enable_push_whitelist": True,
+        "push_whitelist_usernames": [ADMIN_USER],
+        "required_approvals": 0,
+        "enable_status_check": False,
+    }
     worker1 = standin.agent_username(f"{TASK}-1")
     pr = http("GET", f"{api}/repos/{TEAM_ORG}/{SLUG}/pulls/1", None, admin)[1]
     assert (pr["merged"], pr["user"]["login"], pr["merged_by"]["login"], pr["head"]["ref"], pr["base"]["ref"]) == (
-        True, worker1, worker1, "agent-1", "main")
+        True,
+        worker1,
+        worker1,
+        "agent-1",
+        "main",
+    )
     assert f"MINI_ROUTER_STUCK_MS={SILENCE_MS}" in logs(merged["router"])
     check = docker("run", "--rm", "--entrypoint", "pbench-selfcheck", merged["worker_image"])
     assert check.stdout.strip() == "board=True copilot=yes"
@@ -790,13 +997,32 @@ def test_sessions_continue_a_silent_one_is_nudged_and_the_watchdog_recovers_it(s
     assert http("POST", f"{stack.url('model')}/faults", {"faults": ["hang@1"]}, auth)[0] == 200  # its next request
     workers = {merged["workers"][n]: f"{TASK}-{n}" for n in (1, 2)}
     start = time.time()
-    write_atomic(RunDir(tmp_path).receipt("wake", TASK), Receipt[WakeResult](
-        step="wake", task_id=TASK, inputs_digest="x", started=now(), finished=now(), status="ok",
-        result=WakeResult(ramp_start_epoch=start, events=[], wakes=[
-            Wake(worker=w, due_epoch=start, at_epoch=start, late_s=0) for w in workers])))
+    write_atomic(
+        RunDir(tmp_path).receipt("wake", TASK),
+        Receipt[WakeResult](
+            step="wake",
+            task_id=TASK,
+            inputs_digest="x",
+            started=now(),
+            finished=now(),
+            status="ok",
+            result=WakeResult(
+                ramp_start_epoch=start,
+                events=[],
+                wakes=[Wake(worker=w, due_epoch=start, at_epoch=start, late_s=0) for w in workers],
+            ),
+        ),
+    )
     kicked_off(tmp_path, TASK, start + 45)  # the nudges step watches until then: the hang starts within ~10 s
-    a = NudgesInputs(run_dir=str(tmp_path), task_id=TASK, mattermost_url=stack.url("mattermost"),
-                     mattermost_user=ADMIN_USER, workers=workers, idle_nudge_s=14, idle_check_s=1)
+    a = NudgesInputs(
+        run_dir=str(tmp_path),
+        task_id=TASK,
+        mattermost_url=stack.url("mattermost"),
+        mattermost_user=ADMIN_USER,
+        workers=workers,
+        idle_nudge_s=14,
+        idle_check_s=1,
+    )
     password = stack.secrets["mattermost_admin_password"]
     assert nudges.main({"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": password}) == 0
     nudged = json.loads(RunDir(tmp_path).receipt("nudges", TASK).read_text())["result"]["nudges"]
@@ -870,35 +1096,74 @@ def test_no_model_credential_reaches_a_worker_and_archives_restore_the_session(s
         assert (archive / "state.sha256").read_text().split()[0] == hashlib.sha256(data).hexdigest()
         with tarfile.open(archive / "state.tar.gz") as tar:
             names = set(tar.getnames())
-            assert {"home/agent", "home/agent/.copilot/config.json", "home/agent/.agensh/activity.jsonl",
-                    "workspace/.git/HEAD", "workspace/scratch/notes.txt"} <= names
+            assert {
+                "home/agent",
+                "home/agent/.copilot/config.json",
+                "home/agent/.agensh/activity.jsonl",
+                "workspace/.git/HEAD",
+                "workspace/scratch/notes.txt",
+            } <= names
             assert not any(".cache/copilot/pkg" in m for m in names)  # the image's unpacked CLI stays out
             assert any(m.startswith("home/agent/.copilot/session-state/") for m in names)
             for member in tar.getmembers():
                 if member.isfile():
                     assert real not in tar.extractfile(member).read(), member.name  # type: ignore[union-attr]
-    status = json.loads(subprocess.run(["tar", "-xzOf", str(stack.mount("worker", "/archive", 1) / "state.tar.gz"),
-                                        "home/agent/.agensh/status.json"], capture_output=True, check=True).stdout)
+    status = json.loads(
+        subprocess.run(
+            [
+                "tar",
+                "-xzOf",
+                str(stack.mount("worker", "/archive", 1) / "state.tar.gz"),
+                "home/agent/.agensh/status.json",
+            ],
+            capture_output=True,
+            check=True,
+        ).stdout
+    )
     assert status["copilot_version"] == COPILOT and status["watchdog_recoveries"] >= 1 and status["turns"] >= 2
-    restore = (f"tar -xzf /restore/state.tar.gz -C / && cd /workspace && python3 -c '"
-               "import sys; sys.path.insert(0, \"/opt/agensh\"); from pathlib import Path; from acp_driver import Acp; "
-               "acp = Acp([\"copilot\", \"--acp\", \"--no-auto-update\"], dict(__import__(\"os\").environ), "
-               "Path(\"/tmp/err.log\"), lambda p: None, lambda m: {\"error\": {\"code\": -32601, \"message\": \"no\"}}); "
-               "acp.call(\"initialize\", {\"protocolVersion\": 1, \"clientCapabilities\": {}}); "
-               f"print(\"loaded\", acp.call(\"session/load\", {{\"sessionId\": \"{status['session_id']}\", "
-               "\"cwd\": \"/workspace\", \"mcpServers\": []}) is not None); acp.stop()'")
-    loaded = docker("run", "--rm", "--network", "none", "-e", "COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:9/v1",
-                    "-e", f"COPILOT_MODEL={stack.profile.model}", "-e", "COPILOT_PROVIDER_WIRE_API=responses",
-                    "-v", f"{stack.mount('worker', '/archive', 1)}:/restore:ro", "--entrypoint", "sh",
-                    merged["worker_image"], "-c", restore, check=False)
+    restore = (
+        f"tar -xzf /restore/state.tar.gz -C / && cd /workspace && python3 -c '"
+        'import sys; sys.path.insert(0, "/opt/agensh"); from pathlib import Path; from acp_driver import Acp; '
+        'acp = Acp(["copilot", "--acp", "--no-auto-update"], dict(__import__("os").environ), '
+        'Path("/tmp/err.log"), lambda p: None, lambda m: {"error": {"code": -32601, "message": "no"}}); '
+        'acp.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}}); '
+        f'print("loaded", acp.call("session/load", {{"sessionId": "{status["session_id"]}", '
+        '"cwd": "/workspace", "mcpServers": []}) is not None); acp.stop()\''
+    )
+    loaded = docker(
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "-e",
+        "COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:9/v1",
+        "-e",
+        f"COPILOT_MODEL={stack.profile.model}",
+        "-e",
+        "COPILOT_PROVIDER_WIRE_API=responses",
+        "-v",
+        f"{stack.mount('worker', '/archive', 1)}:/restore:ro",
+        "--entrypoint",
+        "sh",
+        merged["worker_image"],
+        "-c",
+        restore,
+        check=False,
+    )
     assert "loaded True" in loaded.stdout, loaded.stdout + loaded.stderr
 
 
 def export_args(t: Team, run: Path) -> dict[str, Any]:
     """The export step's input, as the stack gives it, with a kickoff receipt whose deadline has passed."""
     kicked_off(run, TASK, time.time() - 1)
-    return {"run_dir": str(run), "task_id": TASK, "gitea_url": t.url("gitea"), "gitea_user": ADMIN_USER,
-            "repo": contract.team_repo(TASK), "gitea_repositories": repositories(t)}
+    return {
+        "run_dir": str(run),
+        "task_id": TASK,
+        "gitea_url": t.url("gitea"),
+        "gitea_user": ADMIN_USER,
+        "repo": contract.team_repo(TASK),
+        "gitea_repositories": repositories(t),
+    }
 
 
 def archived_commit(submission: Path) -> str:
@@ -910,7 +1175,10 @@ def archived_commit(submission: Path) -> str:
 
 def test_export_head_is_the_merged_pull_request(stack: Team, merged, tmp_path: Path):
     a = export_args(stack, tmp_path / "run")
-    assert export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}) == 0
+    assert (
+        export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]})
+        == 0
+    )
     receipt = json.loads((tmp_path / "run" / TASK / "receipts" / "export.json").read_text())["result"]
     assert receipt["recovered_from"] is None and not (tmp_path / "run" / TASK / "EXPORT_FAILED").exists()
     assert receipt["commit"] == archived_commit(Path(receipt["submission"])) == merge_commit(stack)

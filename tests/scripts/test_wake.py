@@ -26,8 +26,23 @@ def stopped_workers(base_image: str):
     tag = uuid.uuid4().hex[:6]
     names = [f"agensh-test-wake-{tag}-{n}" for n in (1, 2, 3)]
     for name in names:
-        subprocess.run(["docker", "create", "--name", name, "--network", "none", "--label", f"agensh.test=wake-{tag}",
-                        BASE_IMAGE, "sleep", "300"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "docker",
+                "create",
+                "--name",
+                name,
+                "--network",
+                "none",
+                "--label",
+                f"agensh.test=wake-{tag}",
+                BASE_IMAGE,
+                "sleep",
+                "300",
+            ],
+            check=True,
+            capture_output=True,
+        )
     yield names
     subprocess.run(["docker", "rm", "-f", *names], capture_output=True)
 
@@ -35,6 +50,7 @@ def stopped_workers(base_image: str):
 def started_at(name: str) -> float:
     out = subprocess.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", name], capture_output=True, text=True)
     from datetime import datetime
+
     return datetime.fromisoformat(out.stdout.strip()[:26] + "+00:00").timestamp()
 
 

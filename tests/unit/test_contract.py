@@ -17,10 +17,29 @@ from tests.unit.test_profile import raw
 
 ROOT = Path(__file__).resolve().parents[2]
 # Literals only model/contract.py may spell (the shell scripts installed on hosts carry their own copies).
-LITERALS = ["agensh.profile", "agensh.role", "agensh.node", "agensh.task", "agensh.kind", "agensh.run-id", "agensh.checkout-revision",
-            "com.docker.compose.project", "10000", "task_cleanroom", "_1776_", "gpt-5.6-sol", "/opt/pbench/executable",
-            "pbench-admin", "town-square", "LLM_UPSTREAM_TOKEN", "LLM_PROXY_TOKEN", '"omcgitea', "'omcgitea",
-            "65536", "8192"]
+LITERALS = [
+    "agensh.profile",
+    "agensh.role",
+    "agensh.node",
+    "agensh.task",
+    "agensh.kind",
+    "agensh.run-id",
+    "agensh.checkout-revision",
+    "com.docker.compose.project",
+    "10000",
+    "task_cleanroom",
+    "_1776_",
+    "gpt-5.6-sol",
+    "/opt/pbench/executable",
+    "pbench-admin",
+    "town-square",
+    "LLM_UPSTREAM_TOKEN",
+    "LLM_PROXY_TOKEN",
+    '"omcgitea',
+    "'omcgitea",
+    "65536",
+    "8192",
+]
 
 
 def test_no_literal_of_the_contract_is_written_twice():
@@ -43,8 +62,14 @@ def team_rendered(workers: int, max_connections: int) -> list:
     return members + [(C, container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=400"])), (C, mysql)]
 
 
-LIMITS = {"workers": 200, "routers": 200, "administrators": 2, "mm_max_users": 400, "mysql_max_connections": 1000,
-          "platform_connections": 100}
+LIMITS = {
+    "workers": 200,
+    "routers": 200,
+    "administrators": 2,
+    "mm_max_users": 400,
+    "mysql_max_connections": 1000,
+    "platform_connections": 100,
+}
 
 
 class Rendered:

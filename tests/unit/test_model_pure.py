@@ -10,10 +10,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_model_imports_no_pulumi():
     modules = sorted(p.stem for p in (ROOT / "model").glob("*.py") if p.stem != "__init__")
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-            + "; ".join(f"import model.{m}" for m in modules)
-            + "; bad = sorted(m for m in sys.modules if m == 'pulumi' or m.startswith(('pulumi.', 'pulumi_')));"
-            + " print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+        + "; ".join(f"import model.{m}" for m in modules)
+        + "; bad = sorted(m for m in sys.modules if m == 'pulumi' or m.startswith(('pulumi.', 'pulumi_')));"
+        + " print(bad); sys.exit(1 if bad else 0)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(modules) >= 12

@@ -15,9 +15,20 @@ BIG = {"memory_gib": 512, "cpus": 64}
 
 
 def swarm(workers: int, nodes: int, **over) -> dict:
-    settings = {"docker_host": "unix:///run/manager.sock", "registry": "10.31.1.11:5000",
-                "nodes": [{"name": f"n{i}", "address": f"10.31.1.{10 + i}", "role": "manager" if i == 1 else "worker",
-                           "ssh_host": None if i == 1 else f"10.31.1.{10 + i}", **BIG} for i in range(1, nodes + 1)]}
+    settings = {
+        "docker_host": "unix:///run/manager.sock",
+        "registry": "10.31.1.11:5000",
+        "nodes": [
+            {
+                "name": f"n{i}",
+                "address": f"10.31.1.{10 + i}",
+                "role": "manager" if i == 1 else "worker",
+                "ssh_host": None if i == 1 else f"10.31.1.{10 + i}",
+                **BIG,
+            }
+            for i in range(1, nodes + 1)
+        ],
+    }
     settings.update(over)
     return raw(workers=workers, engine="swarm", swarm=settings, mm_max_users_per_team=max(200, workers + 3))
 
@@ -48,7 +59,7 @@ def test_a_node_too_small_for_a_pair_takes_none_and_the_others_hold_the_team():
 def test_too_few_hosts_are_refused_with_the_number_needed():
     with pytest.raises(ProfileError) as err:
         parse_profile(swarm(120, 4))
-    (key, msg), = err.value.problems
+    ((key, msg),) = err.value.problems
     assert key == "swarm.nodes"
     assert "120 router+worker pairs do not fit" in msg and "n1 5, n2 5, n3 5, n4 5 (20)" in msg
     assert "needs 24 hosts" in msg
@@ -77,7 +88,8 @@ def test_cpu_and_per_node_ceilings_limit_a_node():
     assert [n.limit for n in placement.plan(p).nodes] == [2, 2, 2, 2]
     assert placement.fit_problem("n1", placement.Capacity(1000, 4.0, 2), placement.Load(1200, 5.0, 3)) == (
         "node 'n1': memory ceilings add up to 1200 MB, the node allows 1000 MB; 5 CPUs counted, the node has 4; "
-        "3 router+worker pairs, the profile allows 2 per node")
+        "3 router+worker pairs, the profile allows 2 per node"
+    )
 
 
 def test_platform_on_a_labelled_node():
@@ -106,9 +118,12 @@ def test_swarm_settings_are_checked():
     assert keys(platform_on="a=b") == [("swarm.platform_on", "no node carries the label a=b")]
     settings = swarm(8, 2)
     settings["swarm"]["nodes"][1]["ssh_host"] = None
-    assert keys(profile_raw=settings) == [("swarm.nodes", "node 'n2' needs ssh_host for its host units (or host_units: off)")]
+    assert keys(profile_raw=settings) == [
+        ("swarm.nodes", "node 'n2' needs ssh_host for its host units (or host_units: off)")
+    ]
     assert ("swarm", "engine: swarm needs the swarm settings (docker_host, registry, nodes)") in keys(
-        profile_raw=raw(engine="swarm"))
+        profile_raw=raw(engine="swarm")
+    )
     no_engine = swarm(8, 2)
     no_engine.pop("engine")
     assert keys(profile_raw=no_engine) == [("swarm", "set engine: swarm to use the swarm settings")]
@@ -127,10 +142,20 @@ def test_policy_config_carries_the_node_capacities():
     assert cfg["platformNode"] == "n1" and cfg["platformMemoryMb"] == 8 * 1024
 
 
-@pytest.mark.parametrize("workers, memory_gib, cpus, overcommit, hosts", [
-    (8, 512, 64, 1, 2), (32, 512, 64, 1, 7), (120, 512, 64, 1, 24),
-    (8, 256, 32, 1, 4), (32, 256, 32, 1, 16), (120, 256, 32, 1, 60),
-    (8, 512, 64, 2, 1), (32, 512, 64, 2, 3), (120, 512, 64, 2, 11)])
+@pytest.mark.parametrize(
+    "workers, memory_gib, cpus, overcommit, hosts",
+    [
+        (8, 512, 64, 1, 2),
+        (32, 512, 64, 1, 7),
+        (120, 512, 64, 1, 24),
+        (8, 256, 32, 1, 4),
+        (32, 256, 32, 1, 16),
+        (120, 256, 32, 1, 60),
+        (8, 512, 64, 2, 1),
+        (32, 512, 64, 2, 3),
+        (120, 512, 64, 2, 11),
+    ],
+)
 def test_the_readme_figures(workers: int, memory_gib: int, cpus: int, overcommit: float, hosts: int):
     """docs/swarm.md: hosts needed on hosts of a given size (whatever nodes are listed)."""
     from model.profile import Profile

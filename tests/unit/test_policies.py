@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pulumi_policy import (EnforcementLevel, PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs,
-                           StackValidationArgs)
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    StackValidationArgs,
+)
 
 from policies import rules
 
@@ -24,12 +30,24 @@ def labels(role: str | None = None, task: str | None = None, **extra: str) -> li
 
 
 def worker(**over: Any) -> dict[str, Any]:
-    props = {"name": "w1", "user": "10000:10000", "memory": 65536.0, "labels": labels("worker", "t"),
-             "networksAdvanced": [{"name": "omcgitea-p-internal", "ipv4Address": "10.1.0.24"}],
-             "volumes": [{"hostPath": "/srv/agensh/p/data/agents/t-1/shutdown/r", "containerPath": "/archive"},
-                         {"hostPath": "/opt/agensh/prompts", "containerPath": "/opt/agensh/prompts", "readOnly": True}],
-             "envs": ["MODEL=gpt-5.6-sol", "REASONING_EFFORT=high", "LLM_PROXY_TOKEN=proxy-cred-123456",
-                      "PBENCH_HOURS=6.0", "PBENCH_DEADLINE_SECONDS=21600"]}
+    props = {
+        "name": "w1",
+        "user": "10000:10000",
+        "memory": 65536.0,
+        "labels": labels("worker", "t"),
+        "networksAdvanced": [{"name": "omcgitea-p-internal", "ipv4Address": "10.1.0.24"}],
+        "volumes": [
+            {"hostPath": "/srv/agensh/p/data/agents/t-1/shutdown/r", "containerPath": "/archive"},
+            {"hostPath": "/opt/agensh/prompts", "containerPath": "/opt/agensh/prompts", "readOnly": True},
+        ],
+        "envs": [
+            "MODEL=gpt-5.6-sol",
+            "REASONING_EFFORT=high",
+            "LLM_PROXY_TOKEN=proxy-cred-123456",
+            "PBENCH_HOURS=6.0",
+            "PBENCH_DEADLINE_SECONDS=21600",
+        ],
+    }
     props.update(over)
     return props
 
@@ -46,14 +64,18 @@ def network(name: str, subnet: str) -> dict[str, Any]:
 
 def check(policy, rtype: str, props: dict[str, Any], config: dict[str, Any] | None = None) -> list[str]:
     got: list[str] = []
-    args = ResourceValidationArgs(rtype, props, f"urn:{props.get('name')}", str(props.get("name")), OPTS, None, config or {})
+    args = ResourceValidationArgs(
+        rtype, props, f"urn:{props.get('name')}", str(props.get("name")), OPTS, None, config or {}
+    )
     policy.validate(args, lambda msg, urn=None: got.append(msg))
     return got
 
 
 def check_stack(policy, resources: list[tuple[str, dict[str, Any]]], config: dict[str, Any] | None = None) -> list[str]:
     got: list[str] = []
-    prs = [PolicyResource(t, p, f"urn:{p.get('name')}", str(p.get("name")), OPTS, None, None, [], {}) for t, p in resources]
+    prs = [
+        PolicyResource(t, p, f"urn:{p.get('name')}", str(p.get("name")), OPTS, None, None, [], {}) for t, p in resources
+    ]
     policy.validate(StackValidationArgs(prs, config or {}), lambda msg, urn=None: got.append(msg))
     return got
 
@@ -63,8 +85,10 @@ C, N, I = rules.CONTAINER, rules.NETWORK, rules.IMAGE
 
 def team(n_workers: int, subnet: str = "10.1.0.0/24") -> list[tuple[str, dict[str, Any]]]:
     out = [(N, network("internal", subnet))]
-    out += [(C, worker(name=f"w{i}", networksAdvanced=[{"name": "internal", "ipv4Address": f"10.1.0.{i + 16}"}]))
-            for i in range(n_workers)]
+    out += [
+        (C, worker(name=f"w{i}", networksAdvanced=[{"name": "internal", "ipv4Address": f"10.1.0.{i + 16}"}]))
+        for i in range(n_workers)
+    ]
     return out
 
 
@@ -83,20 +107,31 @@ def test_1_subnet_capacity():
 def test_2_subnets_disjoint():
     ok = [(N, network("a", "10.1.0.0/24")), (N, network("b", "10.1.255.0/24"))]
     assert check_stack(rules.subnets_disjoint, ok + team(2)[1:]) == []
-    bad = [(N, network("a", "10.1.0.0/16")), (N, network("b", "10.1.255.0/24")),
-           (C, container("x", networksAdvanced=[{"name": "a", "ipv4Address": "10.2.0.5"}])),
-           (C, container("y", networksAdvanced=[{"name": "b", "ipv4Address": "10.1.255.9"}])),
-           (C, container("z", networksAdvanced=[{"name": "b", "ipv4Address": "10.1.255.9"}]))]
+    bad = [
+        (N, network("a", "10.1.0.0/16")),
+        (N, network("b", "10.1.255.0/24")),
+        (C, container("x", networksAdvanced=[{"name": "a", "ipv4Address": "10.2.0.5"}])),
+        (C, container("y", networksAdvanced=[{"name": "b", "ipv4Address": "10.1.255.9"}])),
+        (C, container("z", networksAdvanced=[{"name": "b", "ipv4Address": "10.1.255.9"}])),
+    ]
     got = check_stack(rules.subnets_disjoint, bad)
-    assert any("overlap" in m for m in got) and any("outside 'a'" in m for m in got) and any("share address" in m for m in got)
+    assert (
+        any("overlap" in m for m in got)
+        and any("outside 'a'" in m for m in got)
+        and any("share address" in m for m in got)
+    )
 
 
 def test_3_worker_isolation():
     assert check(rules.worker_isolation, C, worker()) == []
     assert check(rules.worker_isolation, C, worker(), {"dataDir": "/srv/agensh/p/data"}) == []
-    bad = worker(user="root", privileged=True, ports=[{"internal": 80.0, "external": 8080.0, "ip": "127.0.0.1"}],
-                 volumes=[{"hostPath": "/var/run/docker.sock", "containerPath": "/var/run/docker.sock"}],
-                 networksAdvanced=[{"name": "omcgitea-p-internal"}, {"name": "omcgitea-p-egress"}])
+    bad = worker(
+        user="root",
+        privileged=True,
+        ports=[{"internal": 80.0, "external": 8080.0, "ip": "127.0.0.1"}],
+        volumes=[{"hostPath": "/var/run/docker.sock", "containerPath": "/var/run/docker.sock"}],
+        networksAdvanced=[{"name": "omcgitea-p-internal"}, {"name": "omcgitea-p-egress"}],
+    )
     got = check(rules.worker_isolation, C, bad)
     assert len(got) == 5
     assert any("runs as root" in m for m in got) and any("Docker socket" in m for m in got)
@@ -127,7 +162,9 @@ def test_4_memory_ceilings():
 
 
 def test_5_credentials_contained():
-    proxy = container("egress-proxy", envs=["LLM_UPSTREAM_TOKEN=sk-model-credential", "WORKER_PROXY_TOKEN=proxy-cred-123456"])
+    proxy = container(
+        "egress-proxy", envs=["LLM_UPSTREAM_TOKEN=sk-model-credential", "WORKER_PROXY_TOKEN=proxy-cred-123456"]
+    )
     mysql = container("mysql", envs=["MYSQL_ROOT_PASSWORD=mysql-password-1"])
     assert check_stack(rules.credentials_contained, [(C, proxy), (C, mysql), (C, worker())]) == []
     plain_names = worker(envs=["TOKEN_SERVICE_URL=http://10.1.0.6:8080", "PROMPT_WINDOW_TOKENS=272000"])
@@ -145,8 +182,11 @@ def test_6_loopback_ports():
     assert check(rules.loopback_ports, C, ok) == []
     bad = container("gitea", ports=[{"internal": 3000.0, "external": 24400.0, "ip": "0.0.0.0"}])
     assert "on 0.0.0.0" in check(rules.loopback_ports, C, bad)[0]
-    baseline = container("egress-proxy", labels=labels("egress-proxy", **{"agensh.kind": "baseline"}),
-                         ports=[{"internal": 80.0, "external": 9000.0, "ip": "127.0.0.1"}])
+    baseline = container(
+        "egress-proxy",
+        labels=labels("egress-proxy", **{"agensh.kind": "baseline"}),
+        ports=[{"internal": 80.0, "external": 9000.0, "ip": "127.0.0.1"}],
+    )
     assert "baseline, which publishes no host port" in check(rules.loopback_ports, C, baseline)[0]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-
+from datetime import UTC
 
 import pytest
 
@@ -37,10 +37,21 @@ def problems(**over) -> list[tuple[str, str]]:
 def test_defaults_match_the_requirements():
     p = parse_profile(raw())
     assert (p.kind, p.workers, p.hours, p.deadline_seconds) == ("team", 8, 6.0, None)
-    assert (p.model, p.reasoning_effort, p.model_api, p.prompt_window_tokens) == ("gpt-5.6-sol", "high", "responses", 272_000)
+    assert (p.model, p.reasoning_effort, p.model_api, p.prompt_window_tokens) == (
+        "gpt-5.6-sol",
+        "high",
+        "responses",
+        272_000,
+    )
     assert (p.worker_memory_gib, p.router_memory_gib, p.slice_memory_percent) == (64, 8, 80)
     assert (p.mm_max_users_per_team, p.mysql_max_connections, p.mini_router_stuck_ms) == (200, 1000, 1_200_000)
-    assert (p.wake_stagger_s, p.wake_fast_stagger_s, p.wake_slow_workers, p.bringup_settle_s, p.wake_ramp_subj_s) == (30, 3, 120, 20, 60)
+    assert (p.wake_stagger_s, p.wake_fast_stagger_s, p.wake_slow_workers, p.bringup_settle_s, p.wake_ramp_subj_s) == (
+        30,
+        3,
+        120,
+        20,
+        60,
+    )
     assert (p.idle_nudge_s, p.idle_check_s, p.export_grace_s, p.snapshot_seconds) == (600, 60, 600, 1200)
     assert (p.port_base, p.subnet_octet) == (24400, 249)
     assert p.agent_base_image == "omcgitea-agent-base:pbench"
@@ -49,63 +60,91 @@ def test_defaults_match_the_requirements():
     assert p.secret_service_image == "omcgitea-secret-service:local"
     assert p.bootstrap_image == "omcgitea-bootstrap:local"
     assert p.agent_image_tag == "pbench" and not p.uncached
-    assert (p.host_units, p.skip_eval, p.eval_pytest_addopts, p.traj_root) == ("local", False, "", "~/pbench-trajectories")
+    assert (p.host_units, p.skip_eval, p.eval_pytest_addopts, p.traj_root) == (
+        "local",
+        False,
+        "",
+        "~/pbench-trajectories",
+    )
 
 
 def test_problems_are_reported_together_with_their_keys():
-    got = problems(profile="Bad_Name", run_id="2026-11-29", tasks=["nope__x.1", TASK, TASK],
-                   deadline_seconds=100, llm_upstream="https://g.example/v1/responses")
+    got = problems(
+        profile="Bad_Name",
+        run_id="2026-11-29",
+        tasks=["nope__x.1", TASK, TASK],
+        deadline_seconds=100,
+        llm_upstream="https://g.example/v1/responses",
+    )
     keys = [k for k, _ in got]
     assert keys.count("tasks") == 2 and {"profile", "run_id", "deadline_seconds", "llm_upstream"} <= set(keys)
     msg = str(ProfileError(got))
     assert "agensh:run_id" in msg and "agensh:tasks" in msg
 
 
-@pytest.mark.parametrize("over,key,fragment", [
-    ({"profile": "-x"}, "profile", "lowercase letters"),
-    ({"run_id": "20261129T101500Z"}, "run_id", "YYYYMMDDtHHMMSSz"),
-    ({"tasks": ["nope__x.1"]}, "tasks", "not a ProgramBench task"),
-    ({"tasks": [TASK, TASK]}, "tasks", "listed twice"),
-    ({"tasks": []}, "tasks", "at least 1"),
-    ({"deadline_seconds": 21599}, "deadline_seconds", "disagrees with hours=6.0"),
-    ({"llm_upstream": "https://g.example/v1/responses"}, "llm_upstream", "without /v1/responses"),
-    ({"llm_upstream": "gateway"}, "llm_upstream", "http(s) URL"),
-    ({"workers": 199}, "mm_max_users_per_team", "200 must exceed 199 workers + 2 administrators (201)"),
-    ({"workers": 250, "mm_max_users_per_team": 400}, "mysql_max_connections",
-     "1000 must cover 4 per router x 250 plus the platform's 100 (1100)"),
-    ({"worker_memory_gib": 96}, "worker_memory_gib", "the worker ceiling is 65536 MB (64 GiB)"),
-    ({"router_memory_gib": 9}, "router_memory_gib", "the router ceiling is 8192 MB (8 GiB)"),
-    ({"port_base": 80}, "port_base", "greater than or equal to 1024"),
-    ({"port_base": 70000}, "port_base", "less than or equal to"),
-    ({"subnet_octet": 0}, "subnet_octet", "greater than or equal to 1"),
-    ({"internal_subnet": "8.8.8.0/24"}, "internal_subnet", "not a private range"),
-    ({"internal_subnet": "10.1.0.0/28"}, "internal_subnet", "the profile needs 33"),
-    ({"internal_subnet": "10.1.0.0/16", "egress_subnet": "10.1.255.0/24"}, "egress_subnet", "overlaps the internal subnet"),
-    ({"egress_subnet": "10.9.9.0/30"}, "egress_subnet", "too small"),
-    ({"egress_subnet": "nonsense"}, "egress_subnet", "not an IPv4 subnet"),
-    ({"workers": 512, "tasks": sorted(catalog.tasks())[:32], "mm_max_users_per_team": 600,
-      "mysql_max_connections": 3000}, "workers", "do not fit a derived subnet"),
-    ({"host_units": "remote"}, "ssh_host", "required when host_units is remote"),
-    ({"cleanroom_digests": {TASK: "sha256:abc"}}, "cleanroom_digests", "sha256:<64 hex>"),
-    ({"cleanroom_digests": {CALC: "sha256:" + "a" * 64}}, "cleanroom_digests", "not one of this profile's tasks"),
-    ({"kind": "baseline", "workers": 2}, "workers", "exactly one worker"),
-    ({"kind": "baseline", "workers": 1, "tasks": [TASK, CALC]}, "tasks", "exactly one task"),
-    ({"wokers": 3}, "wokers", "unknown setting"),
-    ({"profile": "demo\n"}, "profile", "lowercase letters"),
-    ({"run_id": "20261129t101500z\n"}, "run_id", "YYYYMMDDtHHMMSSz"),
-    ({"data_root": "/"}, "data_root", "system directory"),
-    ({"data_root": "/home"}, "data_root", "system directory"),
-    ({"data_root": "data"}, "data_root", "absolute path"),
-    ({"data_root": ""}, "data_root", "absolute path"),
-    ({"traj_root": "/srv/d/cohort-w8/copies", "data_root": "/srv/d"}, "traj_root", "inside the profile's data"),
-    ({"llm_upstream": "https://user:tok@host/"}, "llm_upstream", "carries credentials"),
-    ({"llm_upstream": "https://host/?key=x"}, "llm_upstream", "query or fragment"),
-    ({"llm_upstream": "https://host:99999"}, "llm_upstream", "not a URL"),
-    ({"cleanroom_org": "-x"}, "cleanroom_org", "not a Docker repository path"),
-    ({"board_image": "--privileged"}, "board_image", "not a Docker image reference"),
-    ({"agent_image_tag": "-t"}, "agent_image_tag", "not a Docker tag"),
-    ({"profile": "a-very-long-profile-name-that-goes-on"}, "profile", "exceed 63 characters"),
-])
+@pytest.mark.parametrize(
+    "over,key,fragment",
+    [
+        ({"profile": "-x"}, "profile", "lowercase letters"),
+        ({"run_id": "20261129T101500Z"}, "run_id", "YYYYMMDDtHHMMSSz"),
+        ({"tasks": ["nope__x.1"]}, "tasks", "not a ProgramBench task"),
+        ({"tasks": [TASK, TASK]}, "tasks", "listed twice"),
+        ({"tasks": []}, "tasks", "at least 1"),
+        ({"deadline_seconds": 21599}, "deadline_seconds", "disagrees with hours=6.0"),
+        ({"llm_upstream": "https://g.example/v1/responses"}, "llm_upstream", "without /v1/responses"),
+        ({"llm_upstream": "gateway"}, "llm_upstream", "http(s) URL"),
+        ({"workers": 199}, "mm_max_users_per_team", "200 must exceed 199 workers + 2 administrators (201)"),
+        (
+            {"workers": 250, "mm_max_users_per_team": 400},
+            "mysql_max_connections",
+            "1000 must cover 4 per router x 250 plus the platform's 100 (1100)",
+        ),
+        ({"worker_memory_gib": 96}, "worker_memory_gib", "the worker ceiling is 65536 MB (64 GiB)"),
+        ({"router_memory_gib": 9}, "router_memory_gib", "the router ceiling is 8192 MB (8 GiB)"),
+        ({"port_base": 80}, "port_base", "greater than or equal to 1024"),
+        ({"port_base": 70000}, "port_base", "less than or equal to"),
+        ({"subnet_octet": 0}, "subnet_octet", "greater than or equal to 1"),
+        ({"internal_subnet": "8.8.8.0/24"}, "internal_subnet", "not a private range"),
+        ({"internal_subnet": "10.1.0.0/28"}, "internal_subnet", "the profile needs 33"),
+        (
+            {"internal_subnet": "10.1.0.0/16", "egress_subnet": "10.1.255.0/24"},
+            "egress_subnet",
+            "overlaps the internal subnet",
+        ),
+        ({"egress_subnet": "10.9.9.0/30"}, "egress_subnet", "too small"),
+        ({"egress_subnet": "nonsense"}, "egress_subnet", "not an IPv4 subnet"),
+        (
+            {
+                "workers": 512,
+                "tasks": sorted(catalog.tasks())[:32],
+                "mm_max_users_per_team": 600,
+                "mysql_max_connections": 3000,
+            },
+            "workers",
+            "do not fit a derived subnet",
+        ),
+        ({"host_units": "remote"}, "ssh_host", "required when host_units is remote"),
+        ({"cleanroom_digests": {TASK: "sha256:abc"}}, "cleanroom_digests", "sha256:<64 hex>"),
+        ({"cleanroom_digests": {CALC: "sha256:" + "a" * 64}}, "cleanroom_digests", "not one of this profile's tasks"),
+        ({"kind": "baseline", "workers": 2}, "workers", "exactly one worker"),
+        ({"kind": "baseline", "workers": 1, "tasks": [TASK, CALC]}, "tasks", "exactly one task"),
+        ({"wokers": 3}, "wokers", "unknown setting"),
+        ({"profile": "demo\n"}, "profile", "lowercase letters"),
+        ({"run_id": "20261129t101500z\n"}, "run_id", "YYYYMMDDtHHMMSSz"),
+        ({"data_root": "/"}, "data_root", "system directory"),
+        ({"data_root": "/home"}, "data_root", "system directory"),
+        ({"data_root": "data"}, "data_root", "absolute path"),
+        ({"data_root": ""}, "data_root", "absolute path"),
+        ({"traj_root": "/srv/d/cohort-w8/copies", "data_root": "/srv/d"}, "traj_root", "inside the profile's data"),
+        ({"llm_upstream": "https://user:tok@host/"}, "llm_upstream", "carries credentials"),
+        ({"llm_upstream": "https://host/?key=x"}, "llm_upstream", "query or fragment"),
+        ({"llm_upstream": "https://host:99999"}, "llm_upstream", "not a URL"),
+        ({"cleanroom_org": "-x"}, "cleanroom_org", "not a Docker repository path"),
+        ({"board_image": "--privileged"}, "board_image", "not a Docker image reference"),
+        ({"agent_image_tag": "-t"}, "agent_image_tag", "not a Docker tag"),
+        ({"profile": "a-very-long-profile-name-that-goes-on"}, "profile", "exceed 63 characters"),
+    ],
+)
 def test_each_rule(over, key, fragment):
     got = problems(**over)
     assert any(k == key and fragment in m for k, m in got), got
@@ -113,14 +152,21 @@ def test_each_rule(over, key, fragment):
 
 def test_structured_config_that_is_not_json_names_its_key():
     from model.profile import from_config_strings
+
     with pytest.raises(ProfileError) as err:
-        from_config_strings({"tasks": "[\"a\",", "workers": "8"})
+        from_config_strings({"tasks": '["a",', "workers": "8"})
     assert err.value.problems[0][0] == "tasks" and "not valid JSON" in err.value.problems[0][1]
 
 
 def test_image_references_and_paths_that_are_fine():
-    p = parse_profile(raw(board_image="reg.local:5000/team/board:v1.2", cleanroom_org="reg.local:5000/pb",
-                          mysql_image="mysql@sha256:" + "a" * 64, data_root="~/agensh-data"))
+    p = parse_profile(
+        raw(
+            board_image="reg.local:5000/team/board:v1.2",
+            cleanroom_org="reg.local:5000/pb",
+            mysql_image="mysql@sha256:" + "a" * 64,
+            data_root="~/agensh-data",
+        )
+    )
     assert p.board_image == "reg.local:5000/team/board:v1.2"
 
 
@@ -137,8 +183,13 @@ def test_derived_names_images_and_labels():
     assert p.compose_project == "omcgitea-cohort-w8"
     assert contract.member_name("cohort-w8", TASK, "worker", 3) == "omcgitea-cohort-w8-jgm-pandoc-5caad90-worker-3"
     assert contract.labels("cohort-w8", p.run_id, "worker", TASK) == {
-        "com.docker.compose.project": "omcgitea-cohort-w8", "agensh.profile": "cohort-w8",
-        "agensh.run-id": p.run_id, "agensh.role": "worker", "agensh.task": TASK, "agensh.kind": "team"}
+        "com.docker.compose.project": "omcgitea-cohort-w8",
+        "agensh.profile": "cohort-w8",
+        "agensh.run-id": p.run_id,
+        "agensh.role": "worker",
+        "agensh.task": TASK,
+        "agensh.kind": "team",
+    }
 
 
 def test_digest_pins_and_private_tags():
@@ -161,7 +212,9 @@ def test_ports_and_subnets_of_the_documented_examples():
 
 
 def test_baseline_publishes_nothing_and_takes_explicit_subnets():
-    p = parse_profile(raw(kind="baseline", workers=1, internal_subnet="10.177.242.0/24", egress_subnet="10.177.243.0/24"))
+    p = parse_profile(
+        raw(kind="baseline", workers=1, internal_subnet="10.177.242.0/24", egress_subnet="10.177.243.0/24")
+    )
     assert p.ports == {}
     assert [c.role for c in Layout.of(p).placements] == ["egress-proxy", "worker", "snapshot"]
 
@@ -216,12 +269,15 @@ def test_operator_network_only_when_ports_are_published():
     assert any(k == "internal_subnet" and "overlaps the operator network" in m for k, m in got)
 
 
-@pytest.mark.parametrize("value,fragment", [
-    ("tomorrow", "not an ISO 8601 time"),
-    ("2026-12-02T06:00:00", "in UTC, ending in Z"),
-    ("2026-12-02T08:00:00+02:00", "in UTC, ending in Z"),
-    ("2026-12-02T06:00:00.5Z", "whole seconds"),
-])
+@pytest.mark.parametrize(
+    "value,fragment",
+    [
+        ("tomorrow", "not an ISO 8601 time"),
+        ("2026-12-02T06:00:00", "in UTC, ending in Z"),
+        ("2026-12-02T08:00:00+02:00", "in UTC, ending in Z"),
+        ("2026-12-02T06:00:00.5Z", "whole seconds"),
+    ],
+)
 def test_start_at_rules(value, fragment):
     got = problems(start_at=value)
     assert any(k == "start_at" and fragment in m for k, m in got), got
@@ -229,11 +285,12 @@ def test_start_at_rules(value, fragment):
 
 def test_start_at_is_utc_and_may_lie_in_the_past():
     """A finished run's profile still validates: only the scheduling command refuses a past time."""
+    from datetime import datetime
+
     import yaml
-    from datetime import datetime, timezone
 
     assert parse_profile(raw()).start_time is None
     past = parse_profile(raw(start_at="2001-02-03T04:05:06Z"))
-    assert past.start_time == datetime(2001, 2, 3, 4, 5, 6, tzinfo=timezone.utc)
+    assert past.start_time == datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC)
     unquoted = yaml.safe_load("start_at: 2026-12-02T06:00:00Z")["start_at"]  # YAML makes it a timestamp
-    assert parse_profile(raw(start_at=unquoted)).start_time == datetime(2026, 12, 2, 6, tzinfo=timezone.utc)
+    assert parse_profile(raw(start_at=unquoted)).start_time == datetime(2026, 12, 2, 6, tzinfo=UTC)

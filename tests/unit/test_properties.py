@@ -16,11 +16,19 @@ TASK_IDS = sorted(catalog.tasks())
 
 
 def profile(octet: int, workers: int, ntasks: int):
-    return parse_profile({
-        "profile": "p", "run_id": "20261129t000000z", "tasks": TASK_IDS[:ntasks], "workers": workers,
-        "subnet_octet": octet, "llm_upstream": "http://m.example", "agensh_checkout": "/x",
-        "mm_max_users_per_team": 1000, "mysql_max_connections": 5000,
-    })
+    return parse_profile(
+        {
+            "profile": "p",
+            "run_id": "20261129t000000z",
+            "tasks": TASK_IDS[:ntasks],
+            "workers": workers,
+            "subnet_octet": octet,
+            "llm_upstream": "http://m.example",
+            "agensh_checkout": "/x",
+            "mm_max_users_per_team": 1000,
+            "mysql_max_connections": 5000,
+        }
+    )
 
 
 @given(st.integers(1, 254), st.integers(1, 254), st.integers(1, 200), st.integers(1, 200))

@@ -13,11 +13,21 @@ from model import steps
 from model.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [ROOT / "__main__.py", *(p for d in ("components", "model", "policies", "scripts")
-                                   for p in sorted((ROOT / d).rglob("*.py")))]
+SOURCES = [
+    ROOT / "__main__.py",
+    *(p for d in ("components", "model", "policies", "scripts") for p in sorted((ROOT / d).rglob("*.py"))),
+]
 # the calls whose first step-like argument names a step
-TAKES_STEP = {"run_step", "step_main", "read_receipt", "result_of", "receipt_from_stdout", "receipt_path", "Step",
-              "known"}
+TAKES_STEP = {
+    "run_step",
+    "step_main",
+    "read_receipt",
+    "result_of",
+    "receipt_from_stdout",
+    "receipt_path",
+    "Step",
+    "known",
+}
 NAMES = {s.name for s in steps.STEPS} | {s.suffix for s in steps.STEPS}
 
 
@@ -40,8 +50,11 @@ def step_arguments(tree: ast.AST) -> list[tuple[int, str]]:
         if isinstance(node, ast.Call):
             func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if func in TAKES_STEP:
-                found += [(a.lineno, a.value) for a in node.args[:2]
-                          if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                found += [
+                    (a.lineno, a.value)
+                    for a in node.args[:2]
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                ]
     return found
 
 
@@ -55,13 +68,24 @@ def test_no_step_is_named_outside_the_table():
         problems += [f"{path.relative_to(ROOT)}:{line}: {value!r}" for line, value in step_arguments(tree)]
         # a step command spelled by hand, or a receipt looked up by its name
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and any(f"-m {s.module} {s.args}".strip() in node.value for s in steps.STEPS):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and any(f"-m {s.module} {s.args}".strip() in node.value for s in steps.STEPS)
+            ):
                 problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: a step command in {node.value[:60]!r}")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in NAMES \
-                    and (node.func.attr in {"receipt", "lock"} or node.func.attr == "get" and "receipt" in getattr(
-                        node.func.value, "id", getattr(node.func.value, "attr", ""))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in NAMES
+                and (
+                    node.func.attr in {"receipt", "lock"}
+                    or node.func.attr == "get"
+                    and "receipt" in getattr(node.func.value, "id", getattr(node.func.value, "attr", ""))
+                )
+            ):
                 problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.args[0].value!r} looked up by name")
     assert problems == []
 

@@ -44,8 +44,10 @@ sys.path.insert(0, "/opt/standin")
 from standin import agent_username  # noqa: E402 - the Gitea and Mattermost user name of an agent id
 
 ADMIN = "pbench-admin"
-CONTINUE = ("Continue with the task: read the team chat and the board, review open pull requests and keep working "
-            "until the deadline. Commit and merge finished work.")
+CONTINUE = (
+    "Continue with the task: read the team chat and the board, review open pull requests and keep working "
+    "until the deadline. Commit and merge finished work."
+)
 CANCEL_GRACE_S = 30.0
 UNPACKED_CLI = ".cache/copilot/pkg"  # the CLI's own files, unpacked into the image's HOME at build time
 
@@ -63,11 +65,18 @@ class Acp:
     """A JSON-RPC connection to `copilot --acp`: requests with their replies, the agent's notifications and
     requests handed to callbacks; `last_heard` is when the CLI last said anything."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], stderr: Path,
-                 on_update: Callable[[dict], None], on_request: Callable[[dict], dict]):
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        stderr: Path,
+        on_update: Callable[[dict], None],
+        on_request: Callable[[dict], dict],
+    ):
         self.on_update, self.on_request = on_update, on_request
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=stderr.open("ab"), env=env, bufsize=0)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr.open("ab"), env=env, bufsize=0
+        )
         self.lock = threading.Lock()
         self.pending: dict[int, queue.Queue] = {}
         self.next_id = 0
@@ -141,10 +150,15 @@ class Chat:
         self.since = 0
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[Any, dict]:
-        req = urllib.request.Request(self.api + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json",
-                                              **({"Authorization": f"Bearer {self.session}"} if self.session else {})})
+        req = urllib.request.Request(
+            self.api + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={
+                "Content-Type": "application/json",
+                **({"Authorization": f"Bearer {self.session}"} if self.session else {}),
+            },
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read() or b"null"), dict(resp.headers)
 
@@ -168,8 +182,11 @@ class Chat:
             self.seen.add(post["id"])
             text = str(post.get("message", ""))
             mentions = "@" in text
-            if (post.get("user_id") == self.admin_id and not mentions) or f"@{self.agent}" in text \
-                    or f"@{self.username}" in text:
+            if (
+                (post.get("user_id") == self.admin_id and not mentions)
+                or f"@{self.agent}" in text
+                or f"@{self.username}" in text
+            ):
                 out.append(text)
         return out
 
@@ -190,10 +207,19 @@ class Driver:
         self.inbox: queue.Queue[tuple[str, str]] = queue.Queue()
         self.acp: Acp | None = None
         self.session_id = ""
-        self.status: dict[str, Any] = {"agent": self.agent, "state": "starting", "copilot_version": None,
-                                       "pinned_version": env.get("COPILOT_VERSION"), "session_id": None, "turns": 0,
-                                       "tool_calls": 0, "prompts": 0, "watchdog_recoveries": 0, "errors": 0,
-                                       "started_at": now_iso()}
+        self.status: dict[str, Any] = {
+            "agent": self.agent,
+            "state": "starting",
+            "copilot_version": None,
+            "pinned_version": env.get("COPILOT_VERSION"),
+            "session_id": None,
+            "turns": 0,
+            "tool_calls": 0,
+            "prompts": 0,
+            "watchdog_recoveries": 0,
+            "errors": 0,
+            "started_at": now_iso(),
+        }
         self.message: list[str] = []
         self.stopping = False
 
@@ -219,12 +245,21 @@ class Driver:
         if what == "tool_call":
             self.status["tool_calls"] += 1
             raw = update.get("rawInput") or {}
-            self.record("tool_call", id=update.get("toolCallId"), title=update.get("title"),
-                        tool_kind=update.get("kind"), command=str(raw.get("command", raw.get("path", "")))[:400])
+            self.record(
+                "tool_call",
+                id=update.get("toolCallId"),
+                title=update.get("title"),
+                tool_kind=update.get("kind"),
+                command=str(raw.get("command", raw.get("path", "")))[:400],
+            )
         elif what == "tool_call_update" and update.get("status") in ("completed", "failed"):
             out = update.get("rawOutput") or {}
-            self.record("tool_result", id=update.get("toolCallId"), status=update.get("status"),
-                        output=str(out.get("content", ""))[-400:])
+            self.record(
+                "tool_result",
+                id=update.get("toolCallId"),
+                status=update.get("status"),
+                output=str(out.get("content", ""))[-400:],
+            )
         elif what == "agent_message_chunk":
             self.message.append(str((update.get("content") or {}).get("text", "")))
 
@@ -242,10 +277,20 @@ class Driver:
     def start_cli(self, load: str = "") -> None:
         env = {k: v for k, v in self.env.items() if k != "LLM_PROXY_TOKEN"}
         env["COPILOT_PROVIDER_BEARER_TOKEN"] = self.env.get("LLM_PROXY_TOKEN", "")
-        self.acp = Acp(["copilot", "--acp", "--allow-all-tools", "--allow-all-paths", "--no-auto-update"], env,
-                       self.state / "copilot.stderr.log", self.on_update, self.on_request)
-        info = self.acp.call("initialize", {"protocolVersion": 1, "clientCapabilities": {
-            "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}})
+        self.acp = Acp(
+            ["copilot", "--acp", "--allow-all-tools", "--allow-all-paths", "--no-auto-update"],
+            env,
+            self.state / "copilot.stderr.log",
+            self.on_update,
+            self.on_request,
+        )
+        info = self.acp.call(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+            },
+        )
         version = (info.get("agentInfo") or {}).get("version")
         if load:
             self.acp.call("session/load", {"sessionId": load, "cwd": str(self.ws), "mcpServers": []})
@@ -273,8 +318,9 @@ class Driver:
             self.status["prompts"] += 1
             self.record("prompt", why=why, text=text[:400])
             self.message = []
-            q = self.acp.send("session/prompt", {"sessionId": self.session_id,
-                                                 "prompt": [{"type": "text", "text": text}]})
+            q = self.acp.send(
+                "session/prompt", {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
+            )
             reply = self.wait(q)
             if reply is None:  # the watchdog fired: cancelled or restarted, now the same prompt again
                 continue
@@ -344,8 +390,11 @@ class Driver:
 
     def run(self) -> None:
         signal.signal(signal.SIGTERM, self.shutdown)
-        print(f"acp-driver: {self.agent} (uid {os.getuid()}), {'baseline' if self.baseline else 'team'} worker; "
-              f"silence watchdog {self.silence_s:.0f} s", flush=True)
+        print(
+            f"acp-driver: {self.agent} (uid {os.getuid()}), {'baseline' if self.baseline else 'team'} worker; "
+            f"silence watchdog {self.silence_s:.0f} s",
+            flush=True,
+        )
         self.start_cli()
         who = f"You are agent {self.agent} (user {self.username} in Gitea and in the team chat).\n\n"
         if self.baseline:
@@ -396,8 +445,11 @@ def seal(archive: Path, paths: list[Path], t0: float) -> bool:
     part.replace(final)
     digest = hashlib.sha256(final.read_bytes()).hexdigest()
     (archive / "state.sha256").write_text(f"{digest}  state.tar.gz\n")
-    print(f"acp-driver: SIGTERM: sealed {', '.join('/' + m for m in members)} into {final} ({entries} entries, "
-          f"verified, sha256 {digest[:12]}) in {time.monotonic() - t0:.1f} s", flush=True)
+    print(
+        f"acp-driver: SIGTERM: sealed {', '.join('/' + m for m in members)} into {final} ({entries} entries, "
+        f"verified, sha256 {digest[:12]}) in {time.monotonic() - t0:.1f} s",
+        flush=True,
+    )
     return True
 
 

@@ -34,7 +34,7 @@ def heredoc(path: str, text: str) -> str:
 
 SOLUTION_FILES = "\n".join(heredoc(name, text) for name, text in standin.SOLUTION.items())
 
-GITEA_API = '''python3 - <<'AGENSH_EOF'
+GITEA_API = """python3 - <<'AGENSH_EOF'
 import json, os, time, urllib.error, urllib.request
 token = open(os.path.expanduser("~/.gitea-token")).read().strip()
 api = os.environ["GITEA_URL"].rstrip("/") + "/api/v1/repos/" + os.environ["TEAM_REPO"]
@@ -47,9 +47,11 @@ def call(method, path, body):
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}")
 %s
-AGENSH_EOF'''
+AGENSH_EOF"""
 
-OPEN_AND_MERGE = GITEA_API % '''title = os.environ["AGENT_ID"] + " solution"
+OPEN_AND_MERGE = (
+    GITEA_API
+    % """title = os.environ["AGENT_ID"] + " solution"
 status, pr = call("POST", "/pulls", {"head": "agent-1", "base": "main", "title": title})
 assert status == 201, (status, pr)
 for _ in range(60):  # Gitea answers 405 "Please try again later" while it checks mergeability
@@ -58,93 +60,152 @@ for _ in range(60):  # Gitea answers 405 "Please try again later" while it check
         break
     time.sleep(1)
 assert status == 200, (status, reply)
-print("opened and merged pull #%d (agent-1 -> main, zero approvals)" % pr["number"])'''
+print("opened and merged pull #%d (agent-1 -> main, zero approvals)" % pr["number"])"""
+)
 
 
 def setup_git(user: str) -> Step:
     helper = f'!f() {{ echo "username={user}"; echo "password=$(cat ~/.gitea-token)"; }}; f'
-    return Step("Fetch my Gitea token and set up Git", "\n".join([
-        "set -e",
-        "python3 -c 'import json, os, urllib.request; print(json.load(urllib.request.urlopen("
-        "os.environ[\"TOKEN_SERVICE_URL\"].rstrip(\"/\") + \"/token/\" + os.environ[\"AGENT_ID\"]))[\"token\"])'"
-        " > ~/.gitea-token",
-        "chmod 600 ~/.gitea-token",
-        'git config --global user.name "$AGENT_ID"',
-        'git config --global user.email "$AGENT_ID@agensh.local"',
-        f"git config --global credential.helper {shlex.quote(helper)}",
-        'echo "token saved; git configured as $AGENT_ID"']))
+    return Step(
+        "Fetch my Gitea token and set up Git",
+        "\n".join(
+            [
+                "set -e",
+                "python3 -c 'import json, os, urllib.request; print(json.load(urllib.request.urlopen("
+                'os.environ["TOKEN_SERVICE_URL"].rstrip("/") + "/token/" + os.environ["AGENT_ID"]))["token"])\''
+                " > ~/.gitea-token",
+                "chmod 600 ~/.gitea-token",
+                'git config --global user.name "$AGENT_ID"',
+                'git config --global user.email "$AGENT_ID@agensh.local"',
+                f"git config --global credential.helper {shlex.quote(helper)}",
+                'echo "token saved; git configured as $AGENT_ID"',
+            ]
+        ),
+    )
 
 
-CLONE = Step("Clone the task repository from Gitea", "\n".join([
-    "set -e", "cd /workspace", 'url="$GITEA_URL/$TEAM_REPO.git"',
-    'for i in $(seq 200); do git ls-remote "$url" refs/heads/main | grep -q . && break; sleep 3; done',
-    '[ -d .git ] || { git init -q -b main; git remote add origin "$url"; }',
-    "git fetch -q origin main && git checkout -q -f -B main origin/main",
-    "printf 'scratch/\\n' > .git/info/exclude && mkdir -p scratch",
-    'echo "ignored scratch file of $AGENT_ID" > scratch/notes.txt',
-    "git log --oneline -1"]))
+CLONE = Step(
+    "Clone the task repository from Gitea",
+    "\n".join(
+        [
+            "set -e",
+            "cd /workspace",
+            'url="$GITEA_URL/$TEAM_REPO.git"',
+            'for i in $(seq 200); do git ls-remote "$url" refs/heads/main | grep -q . && break; sleep 3; done',
+            '[ -d .git ] || { git init -q -b main; git remote add origin "$url"; }',
+            "git fetch -q origin main && git checkout -q -f -B main origin/main",
+            "printf 'scratch/\\n' > .git/info/exclude && mkdir -p scratch",
+            'echo "ignored scratch file of $AGENT_ID" > scratch/notes.txt',
+            "git log --oneline -1",
+        ]
+    ),
+)
 
-READ_REFERENCE = Step("Compare with the reference binary", "\n".join([
-    "cat /opt/pbench/executable > /tmp/reference.copy; echo \"cat exit $?\"",
-    "cp /opt/pbench/executable /tmp/reference.cp; echo \"cp exit $?\"",
-    "/opt/pbench/executable; echo \"run exit $?\""]))
+READ_REFERENCE = Step(
+    "Compare with the reference binary",
+    "\n".join(
+        [
+            'cat /opt/pbench/executable > /tmp/reference.copy; echo "cat exit $?"',
+            'cp /opt/pbench/executable /tmp/reference.cp; echo "cp exit $?"',
+            '/opt/pbench/executable; echo "run exit $?"',
+        ]
+    ),
+)
 
 
 def direct_push(branch: str) -> Step:
-    return Step("Try a direct push to main", "\n".join([
-        "cd /workspace", "git fetch -q origin main", "git checkout -q -B direct-main-attempt origin/main",
-        "mkdir -p notes && echo 'This commit must never reach main.' > notes/direct-push.md",
-        "git add notes/direct-push.md && git commit -q -m 'direct push to main (must be refused)'",
-        'if git push origin HEAD:refs/heads/main; then echo "ERROR: direct push to main was ACCEPTED"; '
-        'else echo "direct push to main refused, as it should be"; fi',
-        f"git checkout -q {branch} && git branch -q -D direct-main-attempt"]))
+    return Step(
+        "Try a direct push to main",
+        "\n".join(
+            [
+                "cd /workspace",
+                "git fetch -q origin main",
+                "git checkout -q -B direct-main-attempt origin/main",
+                "mkdir -p notes && echo 'This commit must never reach main.' > notes/direct-push.md",
+                "git add notes/direct-push.md && git commit -q -m 'direct push to main (must be refused)'",
+                'if git push origin HEAD:refs/heads/main; then echo "ERROR: direct push to main was ACCEPTED"; '
+                'else echo "direct push to main refused, as it should be"; fi',
+                f"git checkout -q {branch} && git branch -q -D direct-main-attempt",
+            ]
+        ),
+    )
 
 
 def solver(user: str, workers: int) -> list[Step]:
-    steps = [setup_git(user), CLONE,
-             Step("Write the solution", "set -e\ncd /workspace\n" + SOLUTION_FILES
-                  + "\nsh compile.sh && ./executable 6 '*' 7"),
-             Step("Commit and push my branch", "set -e\ncd /workspace\ngit checkout -q -B agent-1\n"
-                  f"git add {' '.join(standin.SOLUTION)}\n"
-                  'git commit -q -m "$AGENT_ID: calculator solution (scripted)"\n'
-                  "git push -q -f origin agent-1:refs/heads/agent-1\necho 'pushed branch agent-1'"),
-             Step("Open and merge a pull request", OPEN_AND_MERGE),
-             READ_REFERENCE]
+    steps = [
+        setup_git(user),
+        CLONE,
+        Step(
+            "Write the solution", "set -e\ncd /workspace\n" + SOLUTION_FILES + "\nsh compile.sh && ./executable 6 '*' 7"
+        ),
+        Step(
+            "Commit and push my branch",
+            "set -e\ncd /workspace\ngit checkout -q -B agent-1\n"
+            f"git add {' '.join(standin.SOLUTION)}\n"
+            'git commit -q -m "$AGENT_ID: calculator solution (scripted)"\n'
+            "git push -q -f origin agent-1:refs/heads/agent-1\necho 'pushed branch agent-1'",
+        ),
+        Step("Open and merge a pull request", OPEN_AND_MERGE),
+        READ_REFERENCE,
+    ]
     return steps + ([direct_push("agent-1")] if workers < 2 else [])
 
 
 def peer(user: str, n: int) -> list[Step]:
     branch = f"agent-{n}"
-    board = ("python3 -c 'import json, os, urllib.request; r = urllib.request.urlopen(urllib.request.Request("
-             "os.environ[\"BOARD_URL\"].rstrip(\"/\") + \"/board/\" + os.environ[\"TASK_ID\"] + \"/lifecycle\", "
-             "json.dumps({\"agent\": os.environ[\"AGENT_ID\"], \"event\": \"claim\", \"what\": \"notes\"}).encode(), "
-             "{\"Content-Type\": \"application/json\"}), timeout=30); print(\"board:\", r.status)'")
-    chat = ("python3 - <<'AGENSH_EOF'\nimport json, os, urllib.request\n"
-            "api = os.environ['MATTERMOST_URL'].rstrip('/') + '/api/v4'\n"
-            "def call(method, path, body=None, session=''):\n"
-            "    req = urllib.request.Request(api + path, None if body is None else json.dumps(body).encode(), "
-            "method=method, headers={'Content-Type': 'application/json', **({'Authorization': 'Bearer ' + session} "
-            "if session else {})})\n"
-            "    with urllib.request.urlopen(req, timeout=30) as r:\n        return json.loads(r.read()), r.headers\n"
-            f"_, h = call('POST', '/users/login', {{'login_id': '{user}', "
-            "'password': open(os.path.expanduser('~/.gitea-token')).read().strip()})\n"
-            "channel = call('GET', '/teams/name/pbench/channels/name/town-square', session=h['Token'])[0]\n"
-            f"post = call('POST', '/posts', {{'channel_id': channel['id'], 'message': 'notes pushed on {branch}'}}, "
-            "session=h['Token'])[0]\nprint('chat: posted', post['id'])\nAGENSH_EOF")
-    steps = [setup_git(user), CLONE,
-             Step("Commit a note on my branch", "\n".join([
-                 "set -e", "cd /workspace", f"git checkout -q -B {branch}", "mkdir -p notes",
-                 'printf "# %s\\n\\nScripted notes.\\n" "$AGENT_ID" > "notes/$AGENT_ID.md"',
-                 'git add "notes/$AGENT_ID.md" && git commit -q -m "$AGENT_ID: notes (scripted)"',
-                 f"git push -q -f origin {branch}:refs/heads/{branch}", f"echo 'pushed branch {branch}'"])),
-             Step("Claim on the board", board), Step("Tell the team", chat)]
+    board = (
+        "python3 -c 'import json, os, urllib.request; r = urllib.request.urlopen(urllib.request.Request("
+        'os.environ["BOARD_URL"].rstrip("/") + "/board/" + os.environ["TASK_ID"] + "/lifecycle", '
+        'json.dumps({"agent": os.environ["AGENT_ID"], "event": "claim", "what": "notes"}).encode(), '
+        '{"Content-Type": "application/json"}), timeout=30); print("board:", r.status)\''
+    )
+    chat = (
+        "python3 - <<'AGENSH_EOF'\nimport json, os, urllib.request\n"
+        "api = os.environ['MATTERMOST_URL'].rstrip('/') + '/api/v4'\n"
+        "def call(method, path, body=None, session=''):\n"
+        "    req = urllib.request.Request(api + path, None if body is None else json.dumps(body).encode(), "
+        "method=method, headers={'Content-Type': 'application/json', **({'Authorization': 'Bearer ' + session} "
+        "if session else {})})\n"
+        "    with urllib.request.urlopen(req, timeout=30) as r:\n        return json.loads(r.read()), r.headers\n"
+        f"_, h = call('POST', '/users/login', {{'login_id': '{user}', "
+        "'password': open(os.path.expanduser('~/.gitea-token')).read().strip()})\n"
+        "channel = call('GET', '/teams/name/pbench/channels/name/town-square', session=h['Token'])[0]\n"
+        f"post = call('POST', '/posts', {{'channel_id': channel['id'], 'message': 'notes pushed on {branch}'}}, "
+        "session=h['Token'])[0]\nprint('chat: posted', post['id'])\nAGENSH_EOF"
+    )
+    steps = [
+        setup_git(user),
+        CLONE,
+        Step(
+            "Commit a note on my branch",
+            "\n".join(
+                [
+                    "set -e",
+                    "cd /workspace",
+                    f"git checkout -q -B {branch}",
+                    "mkdir -p notes",
+                    'printf "# %s\\n\\nScripted notes.\\n" "$AGENT_ID" > "notes/$AGENT_ID.md"',
+                    'git add "notes/$AGENT_ID.md" && git commit -q -m "$AGENT_ID: notes (scripted)"',
+                    f"git push -q -f origin {branch}:refs/heads/{branch}",
+                    f"echo 'pushed branch {branch}'",
+                ]
+            ),
+        ),
+        Step("Claim on the board", board),
+        Step("Tell the team", chat),
+    ]
     return steps + ([direct_push(branch)] if n == 2 else [])
 
 
-BASELINE = [Step("Write the solution into my workspace", "set -e\ncd /workspace\n" + SOLUTION_FILES + "\n"
-                 "printf 'scratch/\\n' > .git/info/exclude && mkdir -p scratch\n"
-                 'echo "ignored scratch file of $AGENT_ID" > scratch/notes.txt\n'
-                 "sh compile.sh && ./executable 6 '*' 7")]
+BASELINE = [
+    Step(
+        "Write the solution into my workspace",
+        "set -e\ncd /workspace\n" + SOLUTION_FILES + "\n"
+        "printf 'scratch/\\n' > .git/info/exclude && mkdir -p scratch\n"
+        'echo "ignored scratch file of $AGENT_ID" > scratch/notes.txt\n'
+        "sh compile.sh && ./executable 6 '*' 7",
+    )
+]
 
 LOOK = Step("Look around", 'echo "baseline=${BASELINE:-0} workers=${WORKERS:-1}"; id -u; pwd')
 
@@ -172,8 +233,13 @@ def plan(kind: str, agent: str, n: int, looked: str, idle_s: int) -> list[Step]:
     return [LOOK, *(solver(user, workers) if n == 1 else peer(user, n))]
 
 
-FINAL = {"kickoff": "My part of the task is done and merged or pushed.", "nudge": "Back at it: checking the board.",
-         "reminder": "Noted the deadline.", "continue": "Nothing new; waiting for my peers.", "other": "Noted."}
+FINAL = {
+    "kickoff": "My part of the task is done and merged or pushed.",
+    "nudge": "Back at it: checking the board.",
+    "reminder": "Noted the deadline.",
+    "continue": "Nothing new; waiting for my peers.",
+    "other": "Noted.",
+}
 
 
 def text(item: dict) -> str:
@@ -194,7 +260,7 @@ def next_item(body: dict, idle_s: int) -> tuple[str, Step | str]:
     prompt = text(items[last]).split("</current_datetime>")[-1].strip() if users else ""
     # the first prompt of a session starts with who the agent is, then the kickoff
     prompt = prompt.split("\n\n", 1)[1] if prompt.startswith("You are agent ") and "\n\n" in prompt else prompt
-    outputs = [str(i.get("output", "")) for i in items[last + 1:] if i.get("type") == "function_call_output"]
+    outputs = [str(i.get("output", "")) for i in items[last + 1 :] if i.get("type") == "function_call_output"]
     kind = turn_kind(prompt)
     steps = plan(kind, agent, n, outputs[0] if outputs else "", idle_s)
     return agent, steps[len(outputs)] if len(outputs) < len(steps) else FINAL[kind]

@@ -38,7 +38,7 @@ BOARD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 # The SOLUTION files of scripts/setup/calculator.py (testorg__calculator.abc1234): what the scripted solver writes.
 SOLUTION = {
     "compile.sh": "#!/bin/sh\ncp calculator.sh executable\nchmod +x executable\n",
-    "calculator.sh": '#!/bin/bash\n# calculator A OP B\necho $(( $1 $2 $3 ))\n',
+    "calculator.sh": "#!/bin/bash\n# calculator A OP B\necho $(( $1 $2 $3 ))\n",
 }
 ROLE = "?"
 
@@ -154,35 +154,86 @@ def role_mattermost() -> None:
     password = env("MATTERMOST_ADMIN_PASSWORD")
     max_users = int(os.environ.get("MM_TEAMSETTINGS_MAXUSERSPERTEAM") or 50)
     digest = lambda pw: hashlib.sha256(pw.encode()).hexdigest()  # noqa: E731
-    admin = {"id": mm_id(), "username": ADMIN_USER, "email": f"{ADMIN_USER}@agensh.local",
-             "roles": "system_admin system_user", "create_at": mm_now(), "password_sha256": digest(password)}
-    store = Store(Path(os.environ.get("MATTERMOST_STANDIN_DATA", "/mattermost/data")) / "standin-mattermost.json",
-                  {"users": {ADMIN_USER: admin}, "teams": {}, "channels": {}, "posts": []})
+    admin = {
+        "id": mm_id(),
+        "username": ADMIN_USER,
+        "email": f"{ADMIN_USER}@agensh.local",
+        "roles": "system_admin system_user",
+        "create_at": mm_now(),
+        "password_sha256": digest(password),
+    }
+    store = Store(
+        Path(os.environ.get("MATTERMOST_STANDIN_DATA", "/mattermost/data")) / "standin-mattermost.json",
+        {"users": {ADMIN_USER: admin}, "teams": {}, "channels": {}, "posts": []},
+    )
     store.data["users"][ADMIN_USER]["password_sha256"] = digest(password)  # the admin's password is the env's
     sessions: dict[str, str] = {}  # session token -> user id (in memory, like a restart ending sessions)
 
     def user_json(u: dict) -> dict:
-        return {"id": u["id"], "create_at": u["create_at"], "update_at": u["create_at"], "delete_at": 0,
-                "username": u["username"], "auth_data": "", "auth_service": "", "email": u["email"],
-                "nickname": "", "first_name": "", "last_name": "", "position": "", "roles": u["roles"], "locale": "en"}
+        return {
+            "id": u["id"],
+            "create_at": u["create_at"],
+            "update_at": u["create_at"],
+            "delete_at": 0,
+            "username": u["username"],
+            "auth_data": "",
+            "auth_service": "",
+            "email": u["email"],
+            "nickname": "",
+            "first_name": "",
+            "last_name": "",
+            "position": "",
+            "roles": u["roles"],
+            "locale": "en",
+        }
 
     def team_json(t: dict) -> dict:
-        return {"id": t["id"], "create_at": t["create_at"], "update_at": t["create_at"], "delete_at": 0,
-                "display_name": t["display_name"], "name": t["name"], "description": "", "email": "", "type": t["type"],
-                "allowed_domains": "", "invite_id": "", "allow_open_invite": False}
+        return {
+            "id": t["id"],
+            "create_at": t["create_at"],
+            "update_at": t["create_at"],
+            "delete_at": 0,
+            "display_name": t["display_name"],
+            "name": t["name"],
+            "description": "",
+            "email": "",
+            "type": t["type"],
+            "allowed_domains": "",
+            "invite_id": "",
+            "allow_open_invite": False,
+        }
 
     def channel_json(c: dict) -> dict:
         posts = [p for p in store.data["posts"] if p["channel_id"] == c["id"]]
-        return {"id": c["id"], "create_at": c["create_at"], "update_at": c["create_at"], "delete_at": 0,
-                "team_id": c["team_id"], "type": "O", "display_name": c["display_name"], "name": c["name"],
-                "header": "", "purpose": "", "last_post_at": posts[-1]["create_at"] if posts else 0,
-                "total_msg_count": len(posts), "creator_id": ""}
+        return {
+            "id": c["id"],
+            "create_at": c["create_at"],
+            "update_at": c["create_at"],
+            "delete_at": 0,
+            "team_id": c["team_id"],
+            "type": "O",
+            "display_name": c["display_name"],
+            "name": c["name"],
+            "header": "",
+            "purpose": "",
+            "last_post_at": posts[-1]["create_at"] if posts else 0,
+            "total_msg_count": len(posts),
+            "creator_id": "",
+        }
 
     class H(Handler):
         def fail(self, status: int, error_id: str, message: str) -> None:
             """Mattermost's error body."""
-            self.send(status, {"id": error_id, "message": message, "detailed_error": "", "request_id": mm_id(),
-                               "status_code": status})
+            self.send(
+                status,
+                {
+                    "id": error_id,
+                    "message": message,
+                    "detailed_error": "",
+                    "request_id": mm_id(),
+                    "status_code": status,
+                },
+            )
 
         def who(self) -> dict | None:
             token = self.bearer("bearer", "token")
@@ -205,13 +256,21 @@ def role_mattermost() -> None:
                 m = re.fullmatch(r"/api/v4/users/username/([^/]+)", path)
                 if m:
                     found = store.data["users"].get(m.group(1))
-                    return self.send(200, user_json(found)) if found else self.fail(
-                        404, "app.user.missing_account.const", "Unable to find the user.")
+                    return (
+                        self.send(200, user_json(found))
+                        if found
+                        else self.fail(404, "app.user.missing_account.const", "Unable to find the user.")
+                    )
                 m = re.fullmatch(r"/api/v4/teams/name/([^/]+)", path)
                 if m:
                     team = store.data["teams"].get(m.group(1))
-                    return self.send(200, team_json(team)) if team else self.fail(
-                        404, "app.team.get_by_name.missing.app_error", "Unable to find the existing team.")
+                    return (
+                        self.send(200, team_json(team))
+                        if team
+                        else self.fail(
+                            404, "app.team.get_by_name.missing.app_error", "Unable to find the existing team."
+                        )
+                    )
                 m = re.fullmatch(r"/api/v4/teams/name/([^/]+)/channels/name/([^/]+)", path)
                 if m:
                     team = store.data["teams"].get(m.group(1))
@@ -228,9 +287,16 @@ def role_mattermost() -> None:
                     if not channel or user["id"] not in team["members"]:
                         return self.forbidden()
                     posts = [p for p in store.data["posts"] if p["channel_id"] == channel["id"]]
-                    return self.send(200, {"order": [p["id"] for p in reversed(posts)],
-                                           "posts": {p["id"]: p for p in posts}, "next_post_id": "",
-                                           "prev_post_id": "", "has_next": False})
+                    return self.send(
+                        200,
+                        {
+                            "order": [p["id"] for p in reversed(posts)],
+                            "posts": {p["id"]: p for p in posts},
+                            "next_post_id": "",
+                            "prev_post_id": "",
+                            "has_next": False,
+                        },
+                    )
             self.fail(404, "api.context.404.app_error", "Sorry, we could not find the page.")
 
         def do_POST(self) -> None:
@@ -242,8 +308,11 @@ def role_mattermost() -> None:
                 if path == "/api/v4/users/login":
                     found = store.data["users"].get(str(body.get("login_id", "")))
                     if not found or not same(digest(str(body.get("password", ""))), found["password_sha256"]):
-                        return self.fail(401, "api.user.login.invalid_credentials_email_username",
-                                         "Enter a valid email or username and/or password.")
+                        return self.fail(
+                            401,
+                            "api.user.login.invalid_credentials_email_username",
+                            "Enter a valid email or username and/or password.",
+                        )
                     session = mm_id()
                     sessions[session] = found["id"]
                     return self.send(200, user_json(found), {"Token": session})
@@ -284,13 +353,23 @@ def role_mattermost() -> None:
         def create_user(self, body: dict) -> None:
             name, email, pw = (str(body.get(k, "")) for k in ("username", "email", "password"))
             if not MM_USERNAME_RE.match(name) or "@" not in email or len(pw) < 8:
-                return self.fail(400, "model.user.is_valid.username.app_error",
-                                 "Invalid username (3-22 of a-z 0-9 . - _, a letter first), email or password.")
+                return self.fail(
+                    400,
+                    "model.user.is_valid.username.app_error",
+                    "Invalid username (3-22 of a-z 0-9 . - _, a letter first), email or password.",
+                )
             if name in store.data["users"]:
-                return self.fail(400, "app.user.save.username_exists.app_error",
-                                 "An account with that username already exists.")
-            new = {"id": mm_id(), "username": name, "email": email, "roles": "system_user", "create_at": mm_now(),
-                   "password_sha256": digest(pw)}
+                return self.fail(
+                    400, "app.user.save.username_exists.app_error", "An account with that username already exists."
+                )
+            new = {
+                "id": mm_id(),
+                "username": name,
+                "email": email,
+                "roles": "system_user",
+                "create_at": mm_now(),
+                "password_sha256": digest(pw),
+            }
             store.data["users"][name] = new
             store.save()
             self.send(201, user_json(new))
@@ -301,12 +380,22 @@ def role_mattermost() -> None:
                 return self.fail(400, "model.team.is_valid.name.app_error", "Invalid name or type.")
             if name in store.data["teams"]:
                 return self.fail(400, "app.team.save.existing.app_error", "A team with that name already exists.")
-            team = {"id": mm_id(), "name": name, "display_name": str(body.get("display_name") or name),
-                    "type": body["type"], "create_at": mm_now(), "members": [user["id"]]}
+            team = {
+                "id": mm_id(),
+                "name": name,
+                "display_name": str(body.get("display_name") or name),
+                "type": body["type"],
+                "create_at": mm_now(),
+                "members": [user["id"]],
+            }
             store.data["teams"][name] = team
             store.data["channels"][f"{team['id']}/{MM_CHANNEL}"] = {
-                "id": mm_id(), "team_id": team["id"], "name": MM_CHANNEL, "display_name": "Town Square",
-                "create_at": mm_now()}
+                "id": mm_id(),
+                "team_id": team["id"],
+                "name": MM_CHANNEL,
+                "display_name": "Town Square",
+                "create_at": mm_now(),
+            }
             store.save()
             self.send(201, team_json(team))
 
@@ -318,12 +407,24 @@ def role_mattermost() -> None:
                 return self.fail(400, "api.team.add_user_to_team.missing_parameter.app_error", "Unknown team or user.")
             if uid not in team["members"]:
                 if len(team["members"]) >= max_users:
-                    return self.fail(400, "app.team.join_user_to_team.max_accounts.app_error",
-                                     "This team has reached the maximum number of allowed accounts.")
+                    return self.fail(
+                        400,
+                        "app.team.join_user_to_team.max_accounts.app_error",
+                        "This team has reached the maximum number of allowed accounts.",
+                    )
                 team["members"].append(uid)
                 store.save()
-            self.send(201, {"team_id": team_id, "user_id": uid, "roles": "team_user", "delete_at": 0,
-                            "scheme_user": True, "scheme_admin": False})
+            self.send(
+                201,
+                {
+                    "team_id": team_id,
+                    "user_id": uid,
+                    "roles": "team_user",
+                    "delete_at": 0,
+                    "scheme_user": True,
+                    "scheme_admin": False,
+                },
+            )
 
         def create_post(self, user: dict, body: dict) -> None:
             channel = next((c for c in store.data["channels"].values() if c["id"] == body.get("channel_id")), None)
@@ -332,10 +433,25 @@ def role_mattermost() -> None:
             if user["id"] not in self.team_by("id", channel["team_id"])["members"]:
                 return self.forbidden()
             now = mm_now()
-            post = {"id": mm_id(), "create_at": now, "update_at": now, "edit_at": 0, "delete_at": 0,
-                    "is_pinned": False, "user_id": user["id"], "channel_id": channel["id"], "root_id": "",
-                    "original_id": "", "message": body["message"], "type": "", "props": {}, "hashtags": "",
-                    "pending_post_id": "", "reply_count": 0, "metadata": {}}
+            post = {
+                "id": mm_id(),
+                "create_at": now,
+                "update_at": now,
+                "edit_at": 0,
+                "delete_at": 0,
+                "is_pinned": False,
+                "user_id": user["id"],
+                "channel_id": channel["id"],
+                "root_id": "",
+                "original_id": "",
+                "message": body["message"],
+                "type": "",
+                "props": {},
+                "hashtags": "",
+                "pending_post_id": "",
+                "reply_count": 0,
+                "metadata": {},
+            }
             store.data["posts"].append(post)
             store.save()
             self.send(201, post)
@@ -358,7 +474,7 @@ def role_board() -> None:
             raw = urllib.parse.urlsplit(self.path).path
             if not (raw.startswith("/board/") and raw.endswith("/lifecycle")):
                 return self.error(404, "not found")
-            board_id = raw[len("/board/"):-len("/lifecycle")]
+            board_id = raw[len("/board/") : -len("/lifecycle")]
             # Checked before any directory or file exists: no encoding, no slashes, no dot-dot, a plain name.
             if "%" in board_id or "/" in board_id or ".." in board_id or not BOARD_ID_RE.match(board_id):
                 return self.error(400, "invalid board id")
@@ -422,7 +538,7 @@ def role_secret_service() -> None:
                 return self.send(200, {"ok": True, "service": "stand-in token service"})
             if not path.startswith("/token/"):
                 return self.error(404, "not found", close=True)
-            agent = path[len("/token/"):]
+            agent = path[len("/token/") :]
             if not AGENT_ID_RE.match(agent):
                 return self.error(400, "not a complete agent id", close=True)
             if callers is not None and self.client_address[0] not in addresses(callers.get(agent) or ""):
@@ -558,8 +674,13 @@ def role_model() -> None:
                     return self.send(200, dict(stats, standin=True, pending_faults=list(faults)))
             if path == "/v1/models" and models:
                 if self.authorized():
-                    self.send(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "agensh-standin"}
-                                                               for m in models]})
+                    self.send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [{"id": m, "object": "model", "owned_by": "agensh-standin"} for m in models],
+                        },
+                    )
                 return
             self.error(404, "not found")
 
@@ -586,8 +707,10 @@ def role_model() -> None:
                 stats["responses"] += 1
                 stats["efforts"][effort] = stats["efforts"].get(effort, 0) + 1
             fault = take_fault(agent)
-            log(f"{agent}: {'tool call' if isinstance(item, agent_scripts.Step) else 'message'} (effort {effort})"
-                + (f", fault {fault}" if fault else ""))
+            log(
+                f"{agent}: {'tool call' if isinstance(item, agent_scripts.Step) else 'message'} (effort {effort})"
+                + (f", fault {fault}" if fault else "")
+            )
             if fault == "hang":
                 time.sleep(hang_s)
                 return
@@ -596,9 +719,18 @@ def role_model() -> None:
             if body.get("stream") is True:
                 return self.stream(body, item, cut=fault == "cut")
             out = output_item(item, f"item_{secrets.token_hex(6)}")
-            self.send(200, {"id": f"resp_standin_{secrets.token_hex(6)}", "object": "response", "status": "completed",
-                            "model": body.get("model"), "output": [out], "usage": usage(body),
-                            "output_text": "" if isinstance(item, agent_scripts.Step) else item})
+            self.send(
+                200,
+                {
+                    "id": f"resp_standin_{secrets.token_hex(6)}",
+                    "object": "response",
+                    "status": "completed",
+                    "model": body.get("model"),
+                    "output": [out],
+                    "usage": usage(body),
+                    "output_text": "" if isinstance(item, agent_scripts.Step) else item,
+                },
+            )
 
         def event(self, kind: str, **data) -> None:
             data["type"] = kind
@@ -614,14 +746,20 @@ def role_model() -> None:
             self.end_headers()
             self.close_connection = True
             rid, iid = f"resp_standin_{secrets.token_hex(6)}", f"item_{secrets.token_hex(6)}"
-            response = {"id": rid, "object": "response", "status": "in_progress", "model": body.get("model"),
-                        "output": []}
+            response = {
+                "id": rid,
+                "object": "response",
+                "status": "in_progress",
+                "model": body.get("model"),
+                "output": [],
+            }
             self.event("response.created", response=response)
             out = output_item(item, iid)
             if out["type"] == "function_call":
                 args = out["arguments"]
-                self.event("response.output_item.added", output_index=0,
-                           item=dict(out, arguments="", status="in_progress"))
+                self.event(
+                    "response.output_item.added", output_index=0, item=dict(out, arguments="", status="in_progress")
+                )
                 half = len(args) // 2
                 self.event("response.function_call_arguments.delta", output_index=0, item_id=iid, delta=args[:half])
                 if cut:
@@ -630,10 +768,16 @@ def role_model() -> None:
                 self.event("response.function_call_arguments.done", output_index=0, item_id=iid, arguments=args)
             else:
                 part = out["content"][0]
-                self.event("response.output_item.added", output_index=0,
-                           item=dict(out, content=[], status="in_progress"))
-                self.event("response.content_part.added", output_index=0, item_id=iid, content_index=0,
-                           part=dict(part, text=""))
+                self.event(
+                    "response.output_item.added", output_index=0, item=dict(out, content=[], status="in_progress")
+                )
+                self.event(
+                    "response.content_part.added",
+                    output_index=0,
+                    item_id=iid,
+                    content_index=0,
+                    part=dict(part, text=""),
+                )
                 self.event("response.output_text.delta", output_index=0, item_id=iid, content_index=0, delta=item)
                 if cut:
                     return
@@ -646,20 +790,38 @@ def role_model() -> None:
     def output_item(item, iid: str) -> dict:
         """A Responses output item: the step as a `bash` function call, or the turn's final message."""
         if isinstance(item, agent_scripts.Step):
-            return {"type": "function_call", "id": iid, "call_id": f"call_{secrets.token_hex(6)}", "name": "bash",
-                    "arguments": json.dumps({"command": item.command, "description": item.description}),
-                    "status": "completed"}
-        return {"type": "message", "id": iid, "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": item, "annotations": []}]}
+            return {
+                "type": "function_call",
+                "id": iid,
+                "call_id": f"call_{secrets.token_hex(6)}",
+                "name": "bash",
+                "arguments": json.dumps({"command": item.command, "description": item.description}),
+                "status": "completed",
+            }
+        return {
+            "type": "message",
+            "id": iid,
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": item, "annotations": []}],
+        }
 
     def usage(body: dict) -> dict:
         """Token counts of the API's shape (input: about 4 characters a token)."""
         tokens_in = len(json.dumps(body.get("input"))) // 4
-        return {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
-                "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens_in + 20}
+        return {
+            "input_tokens": tokens_in,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 20,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": tokens_in + 20,
+        }
 
-    serve(H, int(env("PORT", "8080")), f"scripted model (no inference; checks the injected credential; lists "
-                                       f"{', '.join(models) or 'no models'})")
+    serve(
+        H,
+        int(env("PORT", "8080")),
+        f"scripted model (no inference; checks the injected credential; lists {', '.join(models) or 'no models'})",
+    )
 
 
 # --------------------------------------------------------------------------------------------- mini-router
@@ -670,14 +832,24 @@ def role_mini_router() -> None:
                 return self.send(200, {"ok": True, "service": "stand-in mini-router"})
             self.error(404, "not found")
 
-    log(f"agent {os.environ.get('AGENT_ID', '?')}, MINI_ROUTER_STUCK_MS={os.environ.get('MINI_ROUTER_STUCK_MS', '?')}; "
-        "routes nothing")
+    log(
+        f"agent {os.environ.get('AGENT_ID', '?')}, MINI_ROUTER_STUCK_MS={os.environ.get('MINI_ROUTER_STUCK_MS', '?')}; "
+        "routes nothing"
+    )
     serve(H, int(env("PORT", "8080")), "mini-router (healthz only)")
 
 
 # --------------------------------------------------------------------------------------------- clients
-def call(method: str, url: str, body=None, *, basic: tuple[str, str] | None = None, bearer: str | None = None,
-         token: str | None = None, ok: tuple[int, ...] = ()) -> tuple[int, dict | list, dict]:
+def call(
+    method: str,
+    url: str,
+    body=None,
+    *,
+    basic: tuple[str, str] | None = None,
+    bearer: str | None = None,
+    token: str | None = None,
+    ok: tuple[int, ...] = (),
+) -> tuple[int, dict | list, dict]:
     """One JSON request; `basic` auth, a `bearer` (Mattermost) or a Gitea `token`. A status outside 2xx and `ok`
     raises."""
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -687,8 +859,9 @@ def call(method: str, url: str, body=None, *, basic: tuple[str, str] | None = No
         headers["Authorization"] = f"Bearer {bearer}"
     if token:
         headers["Authorization"] = f"token {token}"
-    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(), method=method,
-                                 headers=headers)
+    req = urllib.request.Request(
+        url, data=None if body is None else json.dumps(body).encode(), method=method, headers=headers
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             raw, status, hdrs = resp.read(), resp.status, dict(resp.headers)
@@ -732,7 +905,7 @@ def agent_username(agent: str) -> str:
     tail = f"-{commit[:7]}-{n}"
     head = re.sub(r"[^a-z0-9]+", "-", repo.lower()).strip("-")
     head = head if head[:1].isalpha() else f"a{head}"
-    return head[:USERNAME_MAX - len(tail)].rstrip("-") + tail
+    return head[: USERNAME_MAX - len(tail)].rstrip("-") + tail
 
 
 # --------------------------------------------------------------------------------------------- bootstrap
@@ -743,10 +916,19 @@ AGENTS_TEAM = "agents"  # the Gitea organisation team every agent joins: write a
 def protect_main(gitea: str, admin: tuple[str, str], repo: str) -> None:
     """Branch protection on `main`: direct pushes refused (only the administrator, who seeds the starting workspace,
     may push), pull requests merge with zero approvals, no status checks (the CI merge gate is off)."""
-    rule = {"rule_name": "main", "enable_push": True, "enable_push_whitelist": True,
-            "push_whitelist_usernames": [ADMIN_USER], "required_approvals": 0, "enable_status_check": False,
-            "enable_merge_whitelist": False, "block_on_rejected_reviews": False, "block_on_outdated_branch": False,
-            "dismiss_stale_approvals": False, "enable_force_push": False}
+    rule = {
+        "rule_name": "main",
+        "enable_push": True,
+        "enable_push_whitelist": True,
+        "push_whitelist_usernames": [ADMIN_USER],
+        "required_approvals": 0,
+        "enable_status_check": False,
+        "enable_merge_whitelist": False,
+        "block_on_rejected_reviews": False,
+        "block_on_outdated_branch": False,
+        "dismiss_stale_approvals": False,
+        "enable_force_push": False,
+    }
     _, rules, _ = call("GET", f"{gitea}/api/v1/repos/{repo}/branch_protections", basic=admin)
     if any(r.get("rule_name") == "main" for r in rules):
         call("PATCH", f"{gitea}/api/v1/repos/{repo}/branch_protections/main", rule, basic=admin)
@@ -765,13 +947,25 @@ def gitea_team(gitea: str, admin: tuple[str, str], repos: list[str]) -> int:
     _, teams, _ = call("GET", f"{gitea}/api/v1/orgs/{org}/teams", basic=admin)
     team = next((t for t in teams if t.get("name") == AGENTS_TEAM), None)
     if team is None:
-        _, team, _ = call("POST", f"{gitea}/api/v1/orgs/{org}/teams", {
-            "name": AGENTS_TEAM, "permission": "write", "includes_all_repositories": True,
-            "units_map": {"repo.code": "write", "repo.pulls": "write", "repo.issues": "write"}}, basic=admin)
+        _, team, _ = call(
+            "POST",
+            f"{gitea}/api/v1/orgs/{org}/teams",
+            {
+                "name": AGENTS_TEAM,
+                "permission": "write",
+                "includes_all_repositories": True,
+                "units_map": {"repo.code": "write", "repo.pulls": "write", "repo.issues": "write"},
+            },
+            basic=admin,
+        )
     for repo in repos:
-        status, _, _ = call("POST", f"{gitea}/api/v1/orgs/{org}/repos", {
-            "name": repo.split("/", 1)[1], "default_branch": "main", "auto_init": False, "private": True},
-            basic=admin, ok=(409,))
+        status, _, _ = call(
+            "POST",
+            f"{gitea}/api/v1/orgs/{org}/repos",
+            {"name": repo.split("/", 1)[1], "default_branch": "main", "auto_init": False, "private": True},
+            basic=admin,
+            ok=(409,),
+        )
         protect_main(gitea, admin, repo)
         log(f"gitea: {repo} {'created' if status == 201 else 'exists'}, main protected")
     return int(team["id"])
@@ -779,16 +973,30 @@ def gitea_team(gitea: str, admin: tuple[str, str], repos: list[str]) -> int:
 
 def gitea_user(gitea: str, admin: tuple[str, str], name: str, agent: str, team: int, token_file: Path) -> str:
     """The agent's Gitea user in the agents team, and its access token (kept while it still works)."""
-    status, _, _ = call("POST", f"{gitea}/api/v1/admin/users", {
-        "username": name, "email": f"{name}@agensh.local", "full_name": agent, "password": secrets.token_urlsafe(24),
-        "must_change_password": False, "visibility": "private"}, basic=admin, ok=(422,))
+    status, _, _ = call(
+        "POST",
+        f"{gitea}/api/v1/admin/users",
+        {
+            "username": name,
+            "email": f"{name}@agensh.local",
+            "full_name": agent,
+            "password": secrets.token_urlsafe(24),
+            "must_change_password": False,
+            "visibility": "private",
+        },
+        basic=admin,
+        ok=(422,),
+    )
     call("PUT", f"{gitea}/api/v1/teams/{team}/members/{name}", basic=admin)
     kept = token_file.read_text().strip() if token_file.is_file() else ""
     if kept and call("GET", f"{gitea}/api/v1/user", token=kept, ok=(401, 403))[1].get("login") == name:
         return "kept"
-    _, made, _ = call("POST", f"{gitea}/api/v1/users/{name}/tokens",
-                      {"name": f"agensh-{int(time.time())}-{secrets.token_hex(3)}", "scopes": GITEA_TOKEN_SCOPES},
-                      basic=admin)
+    _, made, _ = call(
+        "POST",
+        f"{gitea}/api/v1/users/{name}/tokens",
+        {"name": f"agensh-{int(time.time())}-{secrets.token_hex(3)}", "scopes": GITEA_TOKEN_SCOPES},
+        basic=admin,
+    )
     tmp = token_file.with_name(f".{token_file.name}.tmp")
     tmp.write_text(made["sha1"] + "\n")
     os.chmod(tmp, 0o644)  # read by the token service, which runs as another user
@@ -802,15 +1010,21 @@ def mattermost_team(mm: str, password: str) -> tuple[str, str]:
     session = next(v for k, v in hdrs.items() if k.lower() == "token")
     status, team, _ = call("GET", f"{mm}/api/v4/teams/name/{MM_TEAM}", bearer=session, ok=(404,))
     if status == 404:
-        _, team, _ = call("POST", f"{mm}/api/v4/teams", {"name": MM_TEAM, "display_name": MM_TEAM, "type": "O"},
-                          bearer=session)
+        _, team, _ = call(
+            "POST", f"{mm}/api/v4/teams", {"name": MM_TEAM, "display_name": MM_TEAM, "type": "O"}, bearer=session
+        )
     return session, team["id"]
 
 
 def mattermost_user(mm: str, session: str, team_id: str, name: str, token: str) -> int:
     """The agent's Mattermost user in the team; its password is its (current) token."""
-    status, user, _ = call("POST", f"{mm}/api/v4/users", {"username": name, "email": f"{name}@agensh.local",
-                                                          "password": token}, bearer=session, ok=(400,))
+    status, user, _ = call(
+        "POST",
+        f"{mm}/api/v4/users",
+        {"username": name, "email": f"{name}@agensh.local", "password": token},
+        bearer=session,
+        ok=(400,),
+    )
     if status == 400:
         _, user, _ = call("GET", f"{mm}/api/v4/users/username/{name}", bearer=session)
         call("PUT", f"{mm}/api/v4/users/{user['id']}/password", {"new_password": token}, bearer=session)
@@ -842,8 +1056,12 @@ def role_bootstrap() -> None:
 
 
 ROLES = {
-    "mattermost": role_mattermost, "board": role_board, "secret-service": role_secret_service,
-    "egress-proxy": role_egress_proxy, "model": role_model, "mini-router": role_mini_router,
+    "mattermost": role_mattermost,
+    "board": role_board,
+    "secret-service": role_secret_service,
+    "egress-proxy": role_egress_proxy,
+    "model": role_model,
+    "mini-router": role_mini_router,
     "bootstrap": role_bootstrap,
 }
 
@@ -855,8 +1073,11 @@ def main(argv: list[str]) -> None:
     else:
         ROLE = os.environ.get("STANDIN") or socket.gethostname()
     if ROLE not in ROLES:
-        print(f"[stand-in] unknown role {ROLE!r}; give one of {', '.join(sorted(ROLES))} "
-              "as argv[1], env STANDIN or the hostname", file=sys.stderr)
+        print(
+            f"[stand-in] unknown role {ROLE!r}; give one of {', '.join(sorted(ROLES))} "
+            "as argv[1], env STANDIN or the hostname",
+            file=sys.stderr,
+        )
         sys.exit(2)
     try:
         ROLES[ROLE]()

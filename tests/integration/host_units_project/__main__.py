@@ -11,10 +11,18 @@ from components.host_units import HostUnits  # noqa: E402
 from model.profile import parse_profile  # noqa: E402
 
 cfg = pulumi.Config()
-profile = parse_profile({
-    "profile": "hostunits-test", "run_id": "20261129t000000z", "tasks": ["testorg__calculator.abc1234"],
-    "llm_upstream": "http://model.invalid", "agensh_checkout": "/nonexistent", "host_units": "remote",
-    "ssh_host": cfg.require("host"), "ssh_user": "root", "ssh_host_key": cfg.require("host_key"),
-})
+profile = parse_profile(
+    {
+        "profile": "hostunits-test",
+        "run_id": "20261129t000000z",
+        "tasks": ["testorg__calculator.abc1234"],
+        "llm_upstream": "http://model.invalid",
+        "agensh_checkout": "/nonexistent",
+        "host_units": "remote",
+        "ssh_host": cfg.require("host"),
+        "ssh_user": "root",
+        "ssh_host_key": cfg.require("host_key"),
+    }
+)
 units = HostUnits("host", profile, ssh_private_key=cfg.require_secret("key"))
 pulumi.export("receipt", units.receipt)
