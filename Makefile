@@ -1,12 +1,20 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test demo demo-destroy down preview up schedule status
+.PHONY: setup test lint faults demo demo-destroy down preview up schedule status
 
 setup:
 	@bash scripts/setup/setup.sh
 
 test: setup
 	@. scripts/env.sh && bash scripts/setup/run-tests.sh
+
+# ruff (lint, format) and mypy alone, with the settings in pyproject.toml (`make test` runs them first)
+lint: setup
+	@bash scripts/setup/lint.sh
+
+# The whole fault matrix (scripts/lab/faults.py; not in `make test`, which runs its cheap cells): ~5 min per cell
+faults: setup
+	@. scripts/env.sh && .venv/bin/python -m scripts.lab.faults $(if $(CELLS),--cells $(CELLS))
 
 demo: setup
 	@. scripts/env.sh && bash scripts/setup/demo.sh

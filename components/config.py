@@ -27,7 +27,8 @@ def load(project_dir: Path) -> tuple[Profile, dict[str, pulumi.Output[str]]]:
     if missing:
         raise pulumi.RunError(
             f"secret config {', '.join(sorted(prefix + k for k in missing))} missing; "
-            f"run `.venv/bin/python -m scripts.cli new-stack {pulumi.get_stack()}` to generate passwords and read the gateway token"
+            f"run `.venv/bin/python -m scripts.cli new-stack {pulumi.get_stack()}` to generate passwords and read the "
+            "gateway token"
         )
     secrets = {k: cfg.require_secret(k) for k in sorted(secret_keys)}
     return profile, secrets

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import TypedDict
 
 import pulumi
 import pulumi_docker as docker
@@ -17,7 +18,18 @@ from .networks import Networks, docker_labels
 from .sdk import Container, shared_outputs
 
 SLICE = "pbench.slice"
-HEALTH = {"interval": "5s", "timeout": "3s", "retries": 30, "start_period": "5s"}
+
+
+class Health(TypedDict):
+    """How often Docker (or the swarm) checks a service, and how long it waits for it to become healthy."""
+
+    interval: str
+    timeout: str
+    retries: int
+    start_period: str
+
+
+HEALTH = Health(interval="5s", timeout="3s", retries=30, start_period="5s")
 WAIT_TIMEOUT_S = 180
 
 
@@ -54,7 +66,8 @@ SecretEntry = Callable[[str, str], pulumi.Output[str]]  # (variable, secret key)
 
 
 def secret_entries(secrets: dict[str, pulumi.Output[str]]) -> SecretEntry:
-    """`NAME=value` of each secret variable, made once and shared by every container that gets it (components/sdk.py)."""
+    """`NAME=value` of each secret variable, made once and shared by every container that gets it
+    (components/sdk.py)."""
 
     @shared_outputs
     def entry(var: str, key: str) -> pulumi.Output[str]:
@@ -94,7 +107,8 @@ def container(
             hostname=c.hostname,
             networks_advanced=attach,
             envs=env_list(s, entry),
-            labels=docker_labels(c.labels),
+            # the stub leaves out the dict form the provider takes (the same as a network's labels)
+            labels=docker_labels(c.labels),  # type: ignore[arg-type]
             volumes=[
                 docker.ContainerVolumeArgs(
                     host_path=m.host_path, container_path=m.container_path, read_only=m.read_only

@@ -25,7 +25,7 @@ from model.roles import operator_url
 from model.rundir import CopyDir, ProfileDir, RunDir
 from model.topology import Layout
 
-from .containers import declarer
+from .containers import Declare, declarer
 from .host_units import HostUnits
 from .images import Images
 from .networks import Networks
@@ -84,7 +84,7 @@ class Experiment(pulumi.ComponentResource):
         if self.swarm is not None:
             self.swarm.publish(self.images)
             data = self.swarm.prepare_nodes(data, self.opts(data))
-            self.declare = self.swarm.declare
+            self.declare: Declare = self.swarm.declare
         else:
             assert self.networks is not None
             self.declare = declarer(p, self.networks, secrets, self.images)

@@ -52,6 +52,7 @@ class HostUnits(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         stdin = install_script(profile)
         if profile.host_units == "remote":
+            assert profile.ssh_host is not None, "the profile refuses host_units=remote without ssh_host"
             cmd: local.Command | remote.Command = remote.Command(
                 f"{name}-install",
                 connection=remote.ConnectionArgs(

@@ -12,7 +12,8 @@ from model.profile import Profile
 from model.topology import Layout
 
 
-def docker_labels(labels: dict[str, str]) -> list[dict[str, str]]:
+def docker_labels(labels: dict[str, str]) -> list[docker.NetworkLabelArgsDict]:
+    """Labels in the provider's form (a network's and a container's take the same two keys)."""
     return [{"label": k, "value": v} for k, v in sorted(labels.items())]
 
 

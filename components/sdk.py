@@ -1,16 +1,19 @@
 """Workarounds for the pinned Pulumi Python SDKs, in one place, each with its reason and what it saved when measured.
 
 Each was measured on a 128-worker, 5-task preview (1,377 resources) on the 2-core machine (docs/performance.md) with
-the versions in `MEASURED_WITH`. When a pin moves (scripts/setup/versions.env), `check()` stops the program until someone
-measures each workaround again, keeps or drops it, and updates `MEASURED_WITH` (tests/unit/test_sdk_pins.py checks
-that it matches the pins).
+the versions in `MEASURED_WITH`. When a pin moves (scripts/setup/versions.env), `check()` stops the program until
+someone measures each workaround again, keeps or drops it, and updates `MEASURED_WITH` (tests/unit/test_sdk_pins.py
+checks that it matches the pins).
 
-| workaround | why | measured gain |
-|---|---|---|
-| `quiet_debug_log` | the SDK sends four debug messages per resource, each a blocking RPC on the event loop's thread, shown only with `--debug` | 7 s of a 46 s preview |
-| `defer_gc`, `registrations_started` | declaring allocates much and frees almost nothing; the collector walked the growing graph again and again, and the SDK rescanned every pending Output while no registration had started | half of the declaration's CPU; ~100 s of CPU |
-| `Container` | the SDK's `docker.Container` makes an Output and its futures for each of its ~90 properties, set or not | about half of the program's CPU |
-| `shared_outputs` | one Output per secret variable, shared by every container that gets it, instead of one per container | about a seventh of the program's CPU |
+- `quiet_debug_log`: the SDK sends four debug messages per resource, each a blocking RPC on the event loop's thread,
+  shown only with `--debug`. Measured gain: 7 s of a 46 s preview.
+- `defer_gc`, `registrations_started`: declaring allocates much and frees almost nothing; the collector walked the
+  growing graph again and again, and the SDK rescanned every pending Output while no registration had started.
+  Measured gain: half of the declaration's CPU; ~100 s of CPU.
+- `Container`: the SDK's `docker.Container` makes an Output and its futures for each of its ~90 properties, set or
+  not. Measured gain: about half of the program's CPU.
+- `shared_outputs`: one Output per secret variable, shared by every container that gets it, instead of one per
+  container. Measured gain: about a seventh of the program's CPU.
 """
 
 from __future__ import annotations
@@ -86,7 +89,8 @@ class Container(pulumi.CustomResource):
         super().__init__(
             "docker:index/container:Container",
             resource_name,
-            args,
+            # the stub says a Mapping; the SDK documents (and its own resources pass) an @input_type args object too
+            args,  # type: ignore[arg-type]
             pulumi.ResourceOptions.merge(docker_sdk.get_resource_opts_defaults(), opts),
         )
 

@@ -169,12 +169,12 @@ class Swarm(pulumi.ComponentResource):
             dirs: dict[str, set[str]] = {name: set() for name in views}
             owned: dict[str, set[str]] = {name: set() for name in views}
             for c in self.layout.placements:  # each container once, on the node the plan gives it
-                node = self.on(c).name
-                s = spec(views[node], c)
+                node_name = self.on(c).name
+                s = spec(views[node_name], c)
                 for m in () if s.one_shot else s.mounts:
                     if not self.from_manager(m):
-                        archive = c.role == "worker" and m.host_path == self._archive(views[node], c)
-                        (owned if archive else dirs)[node].add(m.host_path)
+                        archive = c.role == "worker" and m.host_path == self._archive(views[node_name], c)
+                        (owned if archive else dirs)[node_name].add(m.host_path)
             out = []
             for node in self.s.nodes:
                 docker_host = self.s.docker_host_of(node)
@@ -224,7 +224,8 @@ class Swarm(pulumi.ComponentResource):
         return image.apply(where)
 
     def host_units(self, ssh_private_key: pulumi.Input[str] | None, opts: pulumi.ResourceOptions) -> list[HostUnits]:
-        """The slice and the reboot guard on every node but the manager, over SSH (the manager's are the stack's own)."""
+        """The slice and the reboot guard on every node but the manager, over SSH (the manager's are the stack's
+        own)."""
         return [
             HostUnits(
                 f"{self.name}-host-{n.name}",
@@ -379,7 +380,8 @@ class Swarm(pulumi.ComponentResource):
                 hostname=c.hostname,
                 envs=env_list(s, self.entry),
                 user=s.user,
-                labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),
+                # ContainerArgs' stub leaves out the dict form its Container accepts (and the provider gets)
+                labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),  # type: ignore[arg-type]
                 networks_advanced=[
                     docker.ContainerNetworksAdvancedArgs(
                         name=self.networks["internal"].name, aliases=c.aliases("internal")

@@ -3,12 +3,21 @@ sidecar."""
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 import pulumi
 
 from model import contract
 from model.topology import Layout
 
 from .containers import Declare
+
+
+class Named(Protocol):
+    """What every member is, a container or a swarm service: a resource with its Docker name (`Declare` promises only
+    a Resource)."""
+
+    name: pulumi.Output[str]
 
 
 class Team(pulumi.ComponentResource):
@@ -35,6 +44,6 @@ class Team(pulumi.ComponentResource):
             {
                 "task": task,
                 "slug": contract.task_slug(task),
-                "workers": [w.name for w in self.members.get("worker", [])],
+                "workers": [cast(Named, w).name for w in self.members.get("worker", [])],
             }
-        )  # type: ignore[attr-defined]
+        )

@@ -8,6 +8,7 @@ from them, the policy pack checks the rendered resources with the same rules and
 from __future__ import annotations
 
 import re
+from typing import Final
 
 # --- names (Agensh's Compose naming: omcgitea-<profile>-<service>[-<n>]) -------------------------------------
 PREFIX = "omcgitea"
@@ -141,7 +142,8 @@ GITEA_DATABASE = "gitea"  # the database Gitea uses; the MySQL image creates it 
 TEAM_NAME, TEAM_CHANNEL = "pbench", "town-square"  # the Mattermost team and channel
 
 
-SHARED_IMAGES = {  # role -> (Dockerfile, default tag, context), all relative to the Agensh checkout (docs/requirements.md R16)
+# role -> (Dockerfile, default tag, context), all relative to the Agensh checkout (docs/requirements.md R16)
+SHARED_IMAGES = {
     "agent-base": ("agent/Dockerfile.base", "omcgitea-agent-base:pbench", "agent"),
     "mini-router": ("mini-router/Dockerfile", "omcgitea-mini-router:local", "mini-router"),
     "board": ("board-service/Dockerfile", "omcgitea-board:local", "board-service"),
@@ -173,17 +175,18 @@ SECRET_KEYS = (
 )  # the stack's encrypted config
 GENERATED_SECRETS = tuple(k for k in SECRET_KEYS if k != "llm_upstream_token")  # the model token is the user's
 
-# --- model pins (docs/requirements.md R6) ------------------------------------------------------------------------------
+# --- model pins (docs/requirements.md R6) -----------------------------------------------------------------------
 PINNED_MODEL = "gpt-5.6-sol"
-PINNED_EFFORT = "high"
-# The worker image's GitHub Copilot CLI (docs/requirements.md R19: the seed pins 1.0.70). Offline with a custom provider, 1.0.70
-# refuses every ACP session ("Authentication required"); 1.0.78 is the oldest release whose ACP sessions run offline.
+PINNED_EFFORT: Final = "high"  # Final: its type is the literal, one of the profile's efforts
+# The worker image's GitHub Copilot CLI (docs/requirements.md R19: the seed pins 1.0.70). Offline with a custom
+# provider, 1.0.70 refuses every ACP session ("Authentication required"); 1.0.78 is the oldest release whose ACP
+# sessions run offline.
 SEED_COPILOT_VERSION = "1.0.70"
 OFFLINE_ACP_COPILOT_VERSION = "1.0.78"
 SEMVER_RE = re.compile(r"\d+\.\d+\.\d+")
 COPILOT_VERSION_OUT = re.compile(r"GitHub Copilot CLI (\d+\.\d+\.\d+)")  # what `copilot --version` prints
 
-# --- limits (docs/requirements.md R20, 22) and the rules derived from them ---------------------------------------------
+# --- limits (docs/requirements.md R20, 22) and the rules derived from them --------------------------------------
 GIB_MB = 1024
 WORKER_MEMORY_MAX_GIB = 64
 ROUTER_MEMORY_MAX_GIB = 8
@@ -191,9 +194,9 @@ CONNECTIONS_PER_ROUTER = 4
 MYSQL_DEFAULT_MAX_CONNECTIONS = 151  # MySQL's own default when no --max-connections is given
 MM_DEFAULT_MAX_USERS = 200  # Mattermost's default MM_TEAMSETTINGS_MAXUSERSPERTEAM
 ADDRESS_RESERVE = 3  # network address, gateway, broadcast
-# What one worker with the real Copilot CLI (OFFLINE_ACP_COPILOT_VERSION) used, measured with `scripts.lab.bench --agents`
-# (docs/performance.md): its container working under the scripted model. The ceilings above are limits; this is the
-# floor a plan can count on.
+# What one worker with the real Copilot CLI (OFFLINE_ACP_COPILOT_VERSION) used, measured with
+# `scripts.lab.bench --agents` (docs/performance.md): its container working under the scripted model. The ceilings
+# above are limits; this is the floor a plan can count on.
 MEASURED_AGENT_MB = 220
 
 

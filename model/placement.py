@@ -8,8 +8,8 @@ times the allowed overcommit, less the platform's share where the platform runs)
 ceilings, from its CPUs divided by what a pair counts for, and from the profile's own ceiling per node. Tasks run one
 after another, so every task's team gets the same nodes.
 
-The plan is computed here, before anything is created (`python -m scripts.cli plan` prints it); the profile refuses a plan
-that does not fit, and the policy pack checks the rendered services with `fit_problem` (the same rule and numbers,
+The plan is computed here, before anything is created (`python -m scripts.cli plan` prints it); the profile refuses a
+plan that does not fit, and the policy pack checks the rendered services with `fit_problem` (the same rule and numbers,
 handed over through the policy config `Profile.policy_config` writes). Pure: no Pulumi imports.
 """
 

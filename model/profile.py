@@ -478,9 +478,9 @@ def _check_subnets(p: Profile) -> list[tuple[str, str]]:
             out.append(("workers", "the routers do not fit the data network (10.<subnet_octet>.128.0/18)"))
         derived["data network (10.<subnet_octet>.128.0/N)"] = data
     for name, other in derived.items():
-        for key, net in (("internal_subnet", internal), ("egress_subnet", egress)):
-            if other is not None and net is not None and net.overlaps(other):
-                out.append((key, f"{net} overlaps the {name}: {other}"))
+        for key, subnet in (("internal_subnet", internal), ("egress_subnet", egress)):
+            if other is not None and subnet is not None and subnet.overlaps(other):
+                out.append((key, f"{subnet} overlaps the {name}: {other}"))
     if internal is not None and internal.num_addresses < p.slots:
         out.append(
             ("internal_subnet", f"{internal} holds {internal.num_addresses} addresses; the profile needs {p.slots}")

@@ -276,6 +276,13 @@ class Receipt(BaseModel, Generic[R]):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+def receipt_model(result: type[R]) -> type[Receipt[R]]:
+    """`Receipt[result]` for a result model known only at run time (pydantic builds the class once and caches it).
+    mypy reads a subscript as a type expression, where a runtime value has no place, so it is indexed through Any."""
+    generic: Any = Receipt
+    return generic[result]
+
+
 def ok_result(receipt: Receipt[Any] | None, model: type[R]) -> R | None:
     """A receipt's result when its step completed, or None (not run, or failed)."""
     if receipt is None or receipt.status != "ok" or receipt.result is None:

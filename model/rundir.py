@@ -91,8 +91,8 @@ class ProfileDir:
 
 @dataclass(frozen=True)
 class CopyDir:
-    """The verified copy of one run outside the profile's data (docs/requirements.md R32, 34): the run directory's files as
-    they are, and each agent's archive directory under agents/<agent>/."""
+    """The verified copy of one run outside the profile's data (docs/requirements.md R32, 34): the run directory's files
+    as they are, and each agent's archive directory under agents/<agent>/."""
 
     path: Path
 

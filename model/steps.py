@@ -109,7 +109,7 @@ def known(step: StepDef) -> StepDef:
 
 def parse_receipt(name: str, text: str) -> r.Receipt[Any]:
     """A receipt file's text as its step's typed receipt (`name`: a receipt name found on disk)."""
-    return r.Receipt[RESULTS[name]].model_validate_json(text)  # type: ignore[index]
+    return r.receipt_model(RESULTS[name]).model_validate_json(text)
 
 
 def read_receipt(rd: RunDir, step: StepDef, task_id: str | None = None) -> r.Receipt[Any] | None:

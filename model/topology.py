@@ -105,7 +105,7 @@ def _derive(p: Profile) -> list[Placement]:
                 if operator is not None and role.operator_port is not None and role.slot is not None
                 else None,
                 data_ip=addressing.service_ip(data, role.slot)
-                if data is not None and "data" in role.networks
+                if data is not None and "data" in role.networks and role.slot is not None
                 else None,
                 labels=p.labels(role.name),
             )

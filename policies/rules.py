@@ -11,7 +11,7 @@ import ipaddress
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,6 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
     StackValidationArgs,
@@ -32,6 +31,9 @@ from model import contract, placement  # noqa: E402
 from model.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
 from model.profile import Profile  # noqa: E402
 from model.rundir import ProfileDir  # noqa: E402
+
+# pulumi_policy's ReportViolation requires the urn; the engine's callback takes it as optional: (message, urn=None)
+Report = Callable[..., None]
 
 
 def profile_default(key: str) -> Any:
@@ -48,16 +50,16 @@ LABELLED = (CONTAINER, NETWORK, VOLUME, SERVICE)
 
 
 # --- reading properties ---------------------------------------------------------------------------
-def label_map(props: dict[str, Any]) -> dict[str, str]:
+def label_map(props: Mapping[str, Any]) -> dict[str, str]:
     # The engine hands over proxies (mapping-like, not dict subclasses): duck-type them.
     return {item.get("label"): item.get("value") for item in props.get("labels") or [] if hasattr(item, "get")}
 
 
-def role(props: dict[str, Any]) -> str | None:
+def role(props: Mapping[str, Any]) -> str | None:
     return label_map(props).get(ROLE_LABEL)
 
 
-def env_map(props: dict[str, Any]) -> dict[str, str]:
+def env_map(props: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for entry in props.get("envs") or []:
         if isinstance(entry, str) and "=" in entry:
@@ -72,10 +74,10 @@ class Viewed:
 
     resource_type: str
     name: str
-    props: dict[str, Any]
+    props: Mapping[str, Any]
 
 
-def service_as_container(props: dict[str, Any]) -> dict[str, Any]:
+def service_as_container(props: Mapping[str, Any]) -> dict[str, Any]:
     """A docker.Service's properties in the shape of a docker.Container's: labels, environment, user, memory
     ceiling, command, networks, mounts and published ports of its task."""
     task = props.get("taskSpec") or {}
@@ -105,7 +107,7 @@ def service_as_container(props: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def view(resource_type: str, name: str, props: dict[str, Any]) -> Viewed | None:
+def view(resource_type: str, name: str, props: Mapping[str, Any]) -> Viewed | None:
     if resource_type == CONTAINER:
         return Viewed(resource_type, name, props)
     if resource_type == SERVICE:
@@ -143,7 +145,7 @@ def _policy(
 
 
 # --- 1: subnet capacity -------------------------------------------------------------------------------
-def _subnet_capacity(args: StackValidationArgs, report: ReportViolation) -> None:
+def _subnet_capacity(args: StackValidationArgs, report: Report) -> None:
     reserve = int(args.get_config().get("reserve", contract.ADDRESS_RESERVE))
     attached: Counter[str] = Counter()
     for c in containers(args):
@@ -174,7 +176,7 @@ subnet_capacity = _policy(
 
 
 # --- 2: networks do not overlap; static addresses inside their subnet and unique ---------------------
-def _subnets(args: StackValidationArgs, report: ReportViolation) -> None:
+def _subnets(args: StackValidationArgs, report: Report) -> None:
     nets: dict[str, ipaddress.IPv4Network] = {}
     for r in args.resources:
         if r.resource_type != NETWORK:
@@ -188,16 +190,16 @@ def _subnets(args: StackValidationArgs, report: ReportViolation) -> None:
             if nets[a].overlaps(nets[b]):
                 report(f"networks {a!r} ({nets[a]}) and {b!r} ({nets[b]}) overlap; give each its own subnet.")
     seen: dict[tuple[str, str], str] = {}
-    for r in containers(args):
-        for n in r.props.get("networksAdvanced") or []:
+    for c in containers(args):
+        for n in c.props.get("networksAdvanced") or []:
             addr, net = n.get("ipv4Address"), n.get("name")
             if not addr or net not in nets:
                 continue
             if ipaddress.IPv4Address(addr) not in nets[net]:
-                report(f"container {r.name!r} has address {addr} outside {net!r} ({nets[net]}).")
+                report(f"container {c.name!r} has address {addr} outside {net!r} ({nets[net]}).")
             if (net, addr) in seen:
-                report(f"containers {seen[(net, addr)]!r} and {r.name!r} share address {addr} on {net!r}.")
-            seen[(net, addr)] = r.name
+                report(f"containers {seen[(net, addr)]!r} and {c.name!r} share address {addr} on {net!r}.")
+            seen[(net, addr)] = c.name
 
 
 subnets_disjoint = _policy(
@@ -209,7 +211,7 @@ subnets_disjoint = _policy(
 
 
 # --- 3: worker isolation -------------------------------------------------------------------------------
-def _worker_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _worker_isolation(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None or role(v.props) != "worker":
         return
@@ -262,7 +264,7 @@ worker_isolation = _policy(
 
 
 # --- 4: memory ceilings ----------------------------------------------------------------------------------
-def _memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _memory(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None:
         return
@@ -273,9 +275,10 @@ def _memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
         return
     # the profile's own ceiling (policy config from new_stack), never above the contract's
     limit_mb = min(cfg.get(f"{r}MaxMb") or contract_max[r] * contract.GIB_MB, contract_max[r] * contract.GIB_MB)
-    problem = contract.memory_problem(r, v.props.get("memory"), contract_max[r])
-    if problem is None and v.props.get("memory") > limit_mb:
-        problem = f"the {r} may use {v.props.get('memory'):.0f} MB; the profile's {r} ceiling is {limit_mb:.0f} MB"
+    memory = v.props.get("memory")
+    problem = contract.memory_problem(r, memory, contract_max[r])
+    if problem is None and memory is not None and memory > limit_mb:  # no problem: the memory is there
+        problem = f"the {r} may use {memory:.0f} MB; the profile's {r} ceiling is {limit_mb:.0f} MB"
     if problem:
         report(f"{_name(args)}: {problem}.")
 
@@ -291,7 +294,7 @@ memory_ceilings = _policy(
 
 
 # --- 5: credentials stay where they belong ----------------------------------------------------------------
-def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
+def _credentials(args: StackValidationArgs, report: Report) -> None:
     allowed = args.get_config().get("modelCredentialRoles", ["egress-proxy"])
     model_values, secret_values = set(), set()
     cs = containers(args)
@@ -322,12 +325,15 @@ def _credentials(args: StackValidationArgs, report: ReportViolation) -> None:
                 report(f"worker {c.name!r} has {key} in its environment; workers hold only the local proxy credential.")
             elif r == "worker" and value in secret_values and key != contract.PROXY_CREDENTIAL_ENV:
                 report(
-                    f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy credential."
+                    f"worker {c.name!r} holds a password or token in {key}; workers hold only the local proxy "
+                    "credential."
                 )
-    for r in args.resources:
-        for label, value in label_map(r.props).items():
+    for res in args.resources:
+        for label, value in label_map(res.props).items():
             if SECRETISH.search(str(label)) or any(s in str(value) for s in secret_values):
-                report(f"{_name(r)} carries a password or token in label {label!r}; labels are not secret, remove it.")
+                report(
+                    f"{_name(res)} carries a password or token in label {label!r}; labels are not secret, remove it."
+                )
 
 
 credentials_contained = _policy(
@@ -341,7 +347,7 @@ credentials_contained = _policy(
 
 
 # --- 6: published ports bind 127.0.0.1; a baseline publishes none ---------------------------------------
-def _loopback_ports(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _loopback_ports(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None:
         return
@@ -374,7 +380,7 @@ loopback_ports = _policy(
 
 
 # --- 7: images --------------------------------------------------------------------------------------------
-def _images(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _images(args: ResourceValidationArgs, report: Report) -> None:
     if args.resource_type != IMAGE:
         return
     name = str(args.props.get("name", ""))
@@ -411,7 +417,7 @@ image_pins = _policy(
 
 
 # --- 8: team limits ------------------------------------------------------------------------------------------
-def _team_limits(args: StackValidationArgs, report: ReportViolation) -> None:
+def _team_limits(args: StackValidationArgs, report: Report) -> None:
     """The contract's team-limit rule on the rendered containers; the profile's numbers come from the policy config
     `new_stack` writes (the profile's defaults otherwise)."""
     cfg = args.get_config()
@@ -448,7 +454,7 @@ team_limits = _policy(
 
 
 # --- 9: model settings ----------------------------------------------------------------------------------------
-def _model(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _model(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None or role(v.props) not in ("egress-proxy", "worker"):
         return
@@ -482,7 +488,7 @@ model_settings = _policy(
 
 
 # --- 10: labels --------------------------------------------------------------------------------------------------
-def _labels(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _labels(args: ResourceValidationArgs, report: Report) -> None:
     if args.resource_type not in LABELLED:
         return
     labels = label_map(args.props)
@@ -508,7 +514,7 @@ labels_present = _policy(
 
 
 # --- 11: the swarm plan fits its nodes --------------------------------------------------------------------------
-def service_node(props: dict[str, Any]) -> str | None:
+def service_node(props: Mapping[str, Any]) -> str | None:
     """The node a service is pinned to, from its placement constraint (contract.node_constraint)."""
     prefix = contract.node_constraint("")
     for c in ((props.get("taskSpec") or {}).get("placement") or {}).get("constraints") or []:
@@ -517,12 +523,12 @@ def service_node(props: dict[str, Any]) -> str | None:
     return None
 
 
-def service_memory_mb(props: dict[str, Any]) -> float:
+def service_memory_mb(props: Mapping[str, Any]) -> float:
     limits = ((props.get("taskSpec") or {}).get("resources") or {}).get("limits") or {}
     return float(limits.get("memoryBytes") or 0) / (1024 * 1024)
 
 
-def _swarm_placement(args: StackValidationArgs, report: ReportViolation) -> None:
+def _swarm_placement(args: StackValidationArgs, report: Report) -> None:
     """Every service is pinned to a node of the profile; per node and task, the members' memory ceilings, the CPUs
     they count for and the pairs (plus the platform where it runs) fit the node, by placement.fit_problem."""
     services = [r for r in args.resources if r.resource_type == SERVICE]

@@ -2,12 +2,12 @@
 
 `seed`: the task's starting workspace (from the cleanroom image, without the reference binary) becomes a Git
 repository on the host, mounted into the worker; writes `provenance.json` and `status.json`.
-`stop` (at the deadline): stops the snapshot sidecar, gives the worker the archive grace to seal its archive
-(verified), keeps its log as the native activity log `cc.log` (its ACP driver's session activity; the session is
-summarised in the receipt), commits what remains, and exports the committed
-HEAD as the submission. The workspace belongs to the agent: every Git command on it runs in the agent's own sandbox
-(`gitops.sandbox_git`), never as root on the host. Unlike a team, work done while stopping can enter the submission (the seed's
-documented difference). Lifecycle states in `status.json`: seeded, running, stopping, exported (or export_failed).
+`stop` (at the deadline): stops the snapshot sidecar, gives the worker the archive grace to seal its archive (verified),
+keeps its log as the native activity log `cc.log` (its ACP driver's session activity; the session is summarised in the
+receipt), commits what remains, and exports the committed HEAD as the submission. The workspace belongs to the agent:
+every Git command on it runs in the agent's own sandbox (`gitops.sandbox_git`), never as root on the host. Unlike a
+team, work done while stopping can enter the submission (the seed's documented difference). Lifecycle states in
+`status.json`: seeded, running, stopping, exported (or export_failed).
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     part = out.with_name(f".{out.name}.part")
     try:  # the tar comes out of the sandbox; it is compressed here, with no program of the repository's choosing
-        part.write_bytes(gzip.compress(bytes(git("archive", "--format=tar", "HEAD", binary=True)), mtime=0))
+        tar = sandbox_git(a.worker_image, ws, "archive", "--format=tar", "HEAD", binary=True)
+        part.write_bytes(gzip.compress(tar, mtime=0))
     except RuntimeError as err:
         status(rd, "export_failed")
         raise StepFailed(f"export failed: {err}", marker=EXPORT_FAILED) from None

@@ -74,7 +74,8 @@ def export(a: GiteaInputs, password: str) -> ExportResult:
             clone_main(f"{a.gitea_url.rstrip('/')}/{a.repo}.git", a.gitea_user, password, tmp)
             source = Path(tmp)
         except RuntimeError as err:
-            # docs/requirements.md R35: the committed source is recovered from the preserved Gitea data, never re-inferred
+            # docs/requirements.md R35: the committed source is recovered from the preserved Gitea data, never
+            # re-inferred
             write_marker(rd, a.task_id, EXPORT_FAILED, f"export: {err}")
             source = Path(a.gitea_repositories) / f"{a.repo}.git"
             if not source.is_dir():

@@ -1,5 +1,6 @@
-"""nudges: the idle watchdog beside the export wait (docs/requirements.md R30): every `idle_check_s` it looks at each worker's
-last activity and posts a nudge to the team channel for an agent idle for `idle_nudge_s` (600 s / 60 s by default).
+"""nudges: the idle watchdog beside the export wait (docs/requirements.md R30): every `idle_check_s` it looks at each
+worker's last activity and posts a nudge to the team channel for an agent idle for `idle_nudge_s` (600 s / 60 s by
+default).
 
 Activity is what the project can observe of any worker image: a line the worker wrote to its log (stdout or
 stderr, timestamped by Docker; on a swarm the service's log, which the manager gathers from the worker's node), or

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -203,8 +204,8 @@ LISTED = 12  # ids named in a failure: a gateway that lists hundreds still gives
 
 
 def check_model_list(a: PreflightModelInputs, token: str) -> str:
-    """The model id is one the gateway lists (docs/requirements.md R46), asked through the egress proxy with the workers'
-    credential, so only the proxy holds the real one."""
+    """The model id is one the gateway lists (docs/requirements.md R46), asked through the egress proxy with the
+    workers' credential, so only the proxy holds the real one."""
     url = f"{a.proxy_url.rstrip('/')}/v1/models"
     try:
         status, body, _ = request("GET", url, token=token, attempts=10, ok=NO_MODEL_LIST)
@@ -228,7 +229,8 @@ def check_model_list(a: PreflightModelInputs, token: str) -> str:
         shown = ", ".join(sorted(ids)[:LISTED]) + (f" and {len(ids) - LISTED} more" if len(ids) > LISTED else "")
         raise AssertionError(
             f"model {a.model} is not offered by the gateway, which lists: {shown or 'no model'}. "
-            f"Set agensh:model to one of them{hint} (`.venv/bin/python -m scripts.cli new-stack <stack> --set model=<id>`) and run "
+            f"Set agensh:model to one of them{hint} "
+            "(`.venv/bin/python -m scripts.cli new-stack <stack> --set model=<id>`) and run "
             "`pulumi up` again"
         )
     return f"{a.model} is one of the {len(ids)} models the gateway lists"
@@ -281,7 +283,10 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     phase = (argv if argv is not None else sys.argv[1:])[0]
     if phase == steps.PREFLIGHT_HOST.args:
         a = load_inputs(PreflightHostInputs, env)
-        body = lambda: run_checks({n: (lambda f=f: f(a)) for n, f in HOST_CHECKS.items()})  # noqa: E731
+
+        def body() -> PreflightResult:
+            return run_checks({n: partial(f, a) for n, f in HOST_CHECKS.items()})
+
         return run_step(steps.PREFLIGHT_HOST, RunDir(Path(a.run_dir)), None, a, body)
     m = load_inputs(PreflightModelInputs, env)
     token = env.get("AGENSH_PROXY_TOKEN", "")

@@ -88,7 +88,8 @@ def delete(node: NodeDirs, profile: str, published: list[str]) -> None:
             f"rm -rf '{HELPER_MOUNT}/{Path(node.profile_dir).name}'",
         )
     repos = {contract.image_repository(name) for name in published}
-    names = []  # the registry names: by name where tagged (other names of the image stay), else (pulled by digest) by id
+    # the registry names: by name where tagged (other names of the image stay), else (pulled by digest) by id
+    names = []
     for line in docker(node, "images", "--format", "{{.ID}}={{.Repository}}:{{.Tag}}"):
         image_id, ref = line.split("=", 1)
         if contract.image_repository(ref) in repos:

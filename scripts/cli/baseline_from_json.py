@@ -7,8 +7,9 @@ pytest_addopts -> eval_pytest_addopts; subnet_default / subnet_egress -> interna
 agent_image's tag -> agent_image_tag; cleanroom_image's org (and digest, if pinned) -> cleanroom_org
 (cleanroom_digests); run_dir's parent -> data_root; model_env_file's UPSTREAM -> llm_upstream and its
 UPSTREAM_AUTH_TOKEN -> the encrypted model token. `project` and `programbench_repo` have no counterpart (names
-come from the profile; the evaluator is the pinned package). The stack is then made by new-stack (scripts/cli/new_stack.py),
-so the same validation applies; hours and deadline_seconds that disagree are refused before anything is written.
+come from the profile; the evaluator is the pinned package). The stack is then made by new-stack
+(scripts/cli/new_stack.py), so the same validation applies; hours and deadline_seconds that disagree are refused before
+anything is written.
 """
 
 from __future__ import annotations

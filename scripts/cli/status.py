@@ -135,7 +135,8 @@ def phase(p: Profile, rd: RunDir, task: str, now: float) -> tuple[str, str, floa
 
 
 def containers(profile: str) -> dict[str, dict[str, Any]] | None:
-    """Docker's view of the profile's containers by name (state, health, memory), or None when Docker cannot be asked."""
+    """Docker's view of the profile's containers by name (state, health, memory), or None when Docker cannot be
+    asked."""
     ps = subprocess.run(
         ["docker", "ps", "-a", "--filter", contract.profile_filter(profile), "--format", "{{.Names}}"],
         capture_output=True,

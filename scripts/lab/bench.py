@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +166,8 @@ class BenchStack:
 def bench_stack(
     tmpdir: Path, stack: str, config: dict[str, Any], standin_image: str | None = None
 ) -> Iterator[BenchStack]:
-    """A copy of the project in `tmpdir` with `stack` made from `config` (`python -m scripts.cli new-stack`); the stack is removed
-    again on the way out, also on failure."""
+    """A copy of the project in `tmpdir` with `stack` made from `config` (`python -m scripts.cli new-stack`); the stack
+    is removed again on the way out, also on failure."""
     proj = project_copy(tmpdir, stack, config, standin_image=standin_image)
     made = BenchStack(
         proj,
@@ -239,7 +240,7 @@ class Layout:
         """Image tag -> (its builders' dependencies, `docker build` arguments), as the Images component builds them."""
         p, checkout = self.p, self.p.checkout_dir
         shared = [r for r in contract.SHARED_IMAGES if p.kind == "team" or r in ("agent-base", "egress-proxy")]
-        out = {
+        out: dict[str, tuple[list[str], list[str]]] = {
             p.image(r): (
                 [],
                 ["-f", str(checkout / contract.SHARED_IMAGES[r][0]), str(checkout / contract.SHARED_IMAGES[r][2])],
@@ -335,23 +336,23 @@ class Plain:
     """The same images by `docker build`, the same containers by `docker create/network connect/start`."""
 
     def __init__(self, lay: Layout):
-        self.lay, self.made, self.nets = lay, [], topology.Layout.of(lay.p).network_names
+        self.lay, self.nets = lay, topology.Layout.of(lay.p).network_names
+        self.made: list[str] = []
 
     def build(self) -> float:
         t0 = time.monotonic()
         labels = ["--label", f"{LABEL}=plain-{RUN}"]
-        run_dag(
-            {
-                tag: (
-                    deps,
-                    lambda tag=tag, args=args: run(
-                        ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args],
-                        env={**os.environ, **service_images.LEGACY_BUILDER},
-                    ),
+
+        def builder(tag: str, args: list[str]) -> Callable[[], None]:
+            def build() -> None:
+                run(
+                    ["docker", "build", "-q", "--no-cache", "-t", tag, *labels, *args],
+                    env={**os.environ, **service_images.LEGACY_BUILDER},
                 )
-                for tag, (deps, args) in self.lay.images().items()
-            }
-        )
+
+            return build
+
+        run_dag({tag: (deps, builder(tag, args)) for tag, (deps, args) in self.lay.images().items()})
         return time.monotonic() - t0
 
     def start_one(self, c: Placement, s: ServiceSpec) -> None:
@@ -389,13 +390,13 @@ class Plain:
                 "--health-cmd",
                 " ".join(test),  # the CLI takes a shell command
                 "--health-interval",
-                HEALTH["interval"],
+                str(HEALTH["interval"]),
                 "--health-timeout",
-                HEALTH["timeout"],
+                str(HEALTH["timeout"]),
                 "--health-retries",
                 str(HEALTH["retries"]),
                 "--health-start-period",
-                HEALTH["start_period"],
+                str(HEALTH["start_period"]),
             ]
         if s.entrypoint:
             args += ["--entrypoint", s.entrypoint[0]]
@@ -428,7 +429,7 @@ class Plain:
                     self.nets[kind],
                 ]
             )
-        run_dag({c.name: (self.lay.deps(c), lambda c=c, s=s: self.start_one(c, s)) for c, s in self.lay.containers})
+        run_dag({c.name: (self.lay.deps(c), partial(self.start_one, c, s)) for c, s in self.lay.containers})
         return time.monotonic() - t0
 
     def reup(self) -> float:
@@ -515,7 +516,7 @@ class Compose:
         # Compose's own parallelism: docker-compose 1.29 hangs with a lower COMPOSE_PARALLEL_LIMIT and health waits
         run([*self.cmd, "up", "-d"], timeout=COMPOSE_TIMEOUT_S)
         waiting = [c.name for c, s in self.lay.containers if waits_healthy(s)]
-        run_dag({n: ([], lambda n=n: wait_healthy(n)) for n in waiting})  # Compose returns once they are started
+        run_dag({n: ([], partial(wait_healthy, n)) for n in waiting})  # Compose returns once they are started
         return time.monotonic() - t0
 
     def reup(self) -> float:

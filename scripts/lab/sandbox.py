@@ -77,12 +77,12 @@ def used_subnets() -> list[ipaddress.IPv4Network]:
         else []
     ):
         used += [
-            ipaddress.ip_network(c["Subnet"])
+            ipaddress.IPv4Network(c["Subnet"])
             for c in (net.get("IPAM") or {}).get("Config") or []
             if ":" not in c.get("Subnet", ":")
         ]
     routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout.split()
-    return used + [ipaddress.ip_network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
+    return used + [ipaddress.IPv4Network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
 
 
 def free_octet(first: int = 160, last: int = 240) -> int:

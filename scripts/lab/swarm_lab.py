@@ -122,7 +122,7 @@ def free_subnet() -> ipaddress.IPv4Network:
     """A 10.31.Y.0/24 that no host route and no Docker network of the host uses."""
     used = used_subnets()
     for y in range(1, 255):
-        net = ipaddress.ip_network(f"10.{LAB_OCTET}.{y}.0/24")
+        net = ipaddress.IPv4Network(f"10.{LAB_OCTET}.{y}.0/24")
         if not any(net.overlaps(u) for u in used):
             return net
     raise RuntimeError(f"no free 10.{LAB_OCTET}.Y.0/24 for a swarm lab")
@@ -305,9 +305,9 @@ def load(lab: Lab, images: list[str]) -> dict[str, str]:
 
 
 def demo_images(standin_tag: str = "demo") -> list[str]:
-    """What a demo-profile stack on the lab expects on the manager as pulled (scripts/setup/demo_images.py builds them here):
-    the stand-in base of the checkout's images and the Mattermost stand-in (by `standin_tag`), the real MariaDB and
-    Gitea images, the Copilot CLI the agent base image copies, the task's cleanroom."""
+    """What a demo-profile stack on the lab expects on the manager as pulled (scripts/setup/demo_images.py builds them
+    here): the stand-in base of the checkout's images and the Mattermost stand-in (by `standin_tag`), the real MariaDB
+    and Gitea images, the Copilot CLI the agent base image copies, the task's cleanroom."""
     from scripts.lab.sandbox import profile_config
     from scripts.setup.copilot_cli import image_name
     from scripts.setup.demo_images import standin_images

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Literal, overload
 from urllib.parse import urlsplit, urlunsplit
 
 from model import contract
@@ -82,6 +83,10 @@ def git(*args: str, cwd: Path | None = None, password: str | None = None, check:
     return out.stdout.strip()
 
 
+@overload
+def sandbox_git(image: str, workspace: Path, *args: str, binary: Literal[False] = False) -> str: ...
+@overload
+def sandbox_git(image: str, workspace: Path, *args: str, binary: Literal[True]) -> bytes: ...
 def sandbox_git(image: str, workspace: Path, *args: str, binary: bool = False) -> str | bytes:
     """Git in the agent's own sandbox: `image` (the worker's), the workspace at /workspace, as the worker's uid, no
     network, no capabilities, no privilege gain. Returns stdout (bytes with `binary`, e.g. `git archive`)."""

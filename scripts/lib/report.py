@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -54,15 +55,15 @@ def read(path: Path, parse: Callable[[Path], T]) -> T:
         raise ReportError(f"{path}: {err}") from None
 
 
+def receipt_file(step: str, path: Path) -> Receipt[Any]:
+    return steps.parse_receipt(step, path.read_text())
+
+
 def receipts(rd: RunDir, task_id: str | None) -> tuple[dict[str, Receipt[Any]], list[str]]:
     """The receipts of the task (or the run) by step, and the steps this checkout has no result model for (listed,
     not read: a run made by a newer checkout)."""
     names = rd.receipt_steps(task_id)
-    known = {
-        s: read(rd.receipt(s, task_id), lambda p, s=s: steps.parse_receipt(s, p.read_text()))
-        for s in names
-        if s in steps.RESULTS
-    }
+    known = {s: read(rd.receipt(s, task_id), partial(receipt_file, s)) for s in names if s in steps.RESULTS}
     return known, [s for s in names if s not in steps.RESULTS]
 
 
@@ -259,7 +260,10 @@ def load_run(index: int, path: Path) -> Run:
         if t.events:
             t.timeline = Markup(plot_svg(t.events, salt=t.anchor))
     gate = read(rd.gate, lambda p: read_record(p, GateResult))
-    return Run(index, path, manifest, gate, *receipts(rd, None), markers(rd, None), tasks, *headlines(manifest, tasks))
+    known, unknown = receipts(rd, None)
+    held = markers(rd, None)
+    headline, benchmark, note = headlines(manifest, tasks)
+    return Run(index, path, manifest, gate, known, unknown, held, tasks, headline, benchmark, note)
 
 
 def pairs(runs: list[Run]) -> list[dict[str, Any]]:

@@ -21,12 +21,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from model.records import IndexRow, Receipt, Record
+from model.records import IndexRow, Receipt, Record, receipt_model
 from model.rundir import MARKERS, RunDir
 from model.step_inputs import Inputs
 from model.steps import StepDef, receipt_path
 
-I = TypeVar("I", bound=BaseModel)
+InputsT = TypeVar("InputsT", bound=BaseModel)
 
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # every time a step records, in UTC
@@ -187,7 +187,7 @@ def _run_locked(
             left = rd.marker(task_id, name)
             if name != marker and left.exists() and f" {step}: " in left.read_text():
                 left.unlink()
-    receipt = Receipt[type(result) if result is not None else Record](  # type: ignore[misc]
+    receipt = receipt_model(type(result) if result is not None else Record)(
         step=step,
         task_id=task_id,
         inputs_digest=key,
@@ -212,7 +212,7 @@ def _run_locked(
     return 0
 
 
-def load_inputs(model: type[I], env: Mapping[str, str]) -> I:
+def load_inputs(model: type[InputsT], env: Mapping[str, str]) -> InputsT:
     return model.model_validate_json(env["AGENSH_INPUT"])
 
 

@@ -13,7 +13,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import matplotlib
 from matplotlib import dates as mdates
@@ -33,6 +33,8 @@ from model.records import (
     ShutdownResult,
 )
 from scripts.lib.step import epoch
+
+ResultT = TypeVar("ResultT", bound=Record)
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,14 @@ def kind_of(name: str) -> Kind:
     return KINDS.get(name) or Kind(name.replace("_", " "), "other", "#737373")
 
 
+def _result(r: Receipt[Any], model: type[ResultT]) -> ResultT:
+    """The receipt's result, of the model `SOURCES` picked its function by."""
+    assert isinstance(r.result, model), (r.step, type(r.result))
+    return r.result
+
+
 def _kickoff(r: Receipt[Any], deadline: float | None) -> list[Event]:
-    k: KickoffResult = r.result
+    k = _result(r, KickoffResult)
     return [
         Event(kind="ramp_start", at=k.ramp_start_epoch, label="ramp start"),
         Event(kind="kickoff", at=epoch(k.kickoff_at), label="kickoff"),
@@ -79,7 +87,7 @@ def _kickoff(r: Receipt[Any], deadline: float | None) -> list[Event]:
 
 
 def _baseline_seed(r: Receipt[Any], deadline: float | None) -> list[Event]:
-    b: BaselineSeedResult = r.result
+    b = _result(r, BaselineSeedResult)
     return [
         Event(kind="work_start", at=b.started_epoch, label="work start"),
         Event(kind="deadline", at=b.deadline_epoch, label="deadline"),
@@ -87,7 +95,7 @@ def _baseline_seed(r: Receipt[Any], deadline: float | None) -> list[Event]:
 
 
 def _reminders(r: Receipt[Any], deadline: float | None) -> list[Event]:
-    rem: RemindersResult = r.result
+    rem = _result(r, RemindersResult)
     due = epoch(rem.deadline)  # each reminder is posted `minutes` before the deadline (skipped: was due then)
     return [Event(kind="reminder", at=due - 60 * m, label=f"{m} min left") for m in rem.posted] + [
         Event(kind="reminder_skipped", at=due - 60 * m, label=f"{m} min (skipped)") for m in rem.skipped
@@ -95,12 +103,12 @@ def _reminders(r: Receipt[Any], deadline: float | None) -> list[Event]:
 
 
 def _export(r: Receipt[Any], deadline: float | None) -> list[Event]:
-    e: ExportResult = r.result
+    e = _result(r, ExportResult)
     return [Event(kind="export", at=epoch(e.exported_at), label="export (recovered)" if e.recovered_from else "export")]
 
 
 def _shutdown(r: Receipt[Any], deadline: float | None) -> list[Event]:
-    s: ShutdownResult = r.result
+    s = _result(r, ShutdownResult)
     start, end = epoch(r.started), epoch(r.finished)
     start = max(start, deadline) if deadline is not None else start  # a baseline's stop step waits for the deadline
     label = "archive grace" + ("" if s.archives_complete else " (archives incomplete)")
@@ -108,7 +116,7 @@ def _shutdown(r: Receipt[Any], deadline: float | None) -> list[Event]:
 
 
 def _evaluate(r: Receipt[Any], deadline: float | None) -> list[Event]:
-    e: EvaluateResult = r.result
+    e = _result(r, EvaluateResult)
     return [Event(kind="evaluation", at=epoch(r.started), end=epoch(r.finished), label=f"evaluation {e.seconds:.0f} s")]
 
 
@@ -136,7 +144,7 @@ def task_events(receipts: dict[str, Receipt[Any]], wake_offsets: list[float]) ->
     deadline = deadline_of(receipts)
     out: list[Event] = []
     for step, r in sorted(receipts.items()):
-        if (derive := SOURCES.get(type(r.result))) is not None:
+        if r.result is not None and (derive := SOURCES.get(type(r.result))) is not None:
             out += derive(r, deadline)
         out += getattr(r.result, "events", None) or []
         if r.status == "failed":

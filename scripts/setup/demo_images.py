@@ -1,9 +1,9 @@
-"""The demo's pre-built images, all without a registry: the real Gitea and MariaDB images (scripts/setup/service_images.py:
-Gitea built once from its Go module and cached by version), the stand-in service image (stacks/demo/standin) and the
-Mattermost stand-in the demo profile names, the real GitHub Copilot CLI at the demo profile's pinned version
-(scripts/setup/copilot_cli.py: from npm, cached by version, imported as `agensh-copilot:<version>`), and the calculator
-task's cleanroom image and test blobs. The stack pulls
-these by name (they are local), and `destroy` removes them; a second run of this program rebuilds only what is gone.
+"""The demo's pre-built images, all without a registry: the real Gitea and MariaDB images
+(scripts/setup/service_images.py: Gitea built once from its Go module and cached by version), the stand-in service image
+(stacks/demo/standin) and the Mattermost stand-in the demo profile names, the real GitHub Copilot CLI at the demo
+profile's pinned version (scripts/setup/copilot_cli.py: from npm, cached by version, imported as
+`agensh-copilot:<version>`), and the calculator task's cleanroom image and test blobs. The stack pulls these by name
+(they are local), and `destroy` removes them; a second run of this program rebuilds only what is gone.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Every test tier: unit (pure model), components (Pulumi mocks), scripts (real Docker, real ProgramBench),
-# integration (real pulumi against the real engine). Extra arguments go to pytest.
+# integration (real pulumi against the real engine), after the lint, format and type checks (scripts/setup/lint.sh).
+# Extra arguments go to pytest.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 # `make test` has just set the machine up, so a tier whose tools are absent fails here instead of skipping
 export CI="${CI:-true}"
+bash scripts/setup/lint.sh || exit 1
 .venv/bin/python -m pytest tests "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

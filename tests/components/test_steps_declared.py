@@ -16,7 +16,9 @@ def test_every_declared_step_is_the_tables(tmp_path: Path, run_program):
     declared = set()
     for stack, over in (("cohort-w8", {}), ("baseline-pandoc", {}), ("cohort-w120-swarm", {"host_units": "off"})):
         profile = stack_profile(stack, tmp_path / stack, **over)
-        regs = run_program(lambda: Experiment("experiment", profile, secrets(), project_dir=ROOT).images.ids)
+        regs = run_program(
+            lambda profile=profile: Experiment("experiment", profile, secrets(), project_dir=ROOT).images.ids
+        )
         for reg in regs.values():
             create = reg.inputs.get("create", "") if reg.type == "command:local:Command" else ""
             if " -m scripts." not in create:

@@ -28,10 +28,14 @@ def images(base_image: str):
     common = (
         f"FROM {BASE_IMAGE}\nLABEL agensh.test={run}\n"
         "RUN printf '#!/bin/sh\\necho board=True copilot=yes\\n' > /usr/local/bin/pbench-selfcheck && "
-        "chmod +x /usr/local/bin/pbench-selfcheck && mkdir -p /opt/pbench && printf '#!/bin/sh\\n' > /opt/pbench/executable\n"
+        "chmod +x /usr/local/bin/pbench-selfcheck && mkdir -p /opt/pbench && "
+        "printf '#!/bin/sh\\n' > /opt/pbench/executable\n"
     )
     # test doubles of the CLI's version line only (the real CLI's is checked in test_team_services)
-    says = "RUN printf '#!/bin/sh\\necho GitHub Copilot CLI %s.\\n' > /usr/local/bin/copilot && chmod +x /usr/local/bin/copilot\n"
+    says = (
+        "RUN printf '#!/bin/sh\\necho GitHub Copilot CLI %s.\\n' > /usr/local/bin/copilot "
+        "&& chmod +x /usr/local/bin/copilot\n"
+    )
     env = {"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
     docker(
         "build", "-q", "-t", good, "-", input=common + says % PIN + "RUN chmod 0111 /opt/pbench/executable\n", env=env

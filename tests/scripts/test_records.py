@@ -37,11 +37,12 @@ def inputs(tmp_path: Path, task: str = "t") -> TaskInputs:
 def test_index_survives_a_crash_between_rows(tmp_path: Path):
     rd = RunDir(tmp_path)
     code = (
-        "import os, sys; sys.path.insert(0, %r); from pathlib import Path; from model.rundir import RunDir; "
-        "from model.records import IndexRow; from scripts.lib.step import append_result; rd = RunDir(Path(%r)); "
+        f"import os, sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+        "from model.rundir import RunDir; from model.records import IndexRow; "
+        f"from scripts.lib.step import append_result; rd = RunDir(Path({str(tmp_path)!r})); "
         "append_result(rd, IndexRow(at='x', task_id='a', status='scored', score=0.5)); "
         'open(rd.index, \'a\').write(\'{"task_id": "b", "sta\'); os._exit(9)'
-    ) % (str(ROOT), str(tmp_path))
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
     append_result(rd, row("a", "scored", 1.0))
     rows = read_index(rd.index)
@@ -204,12 +205,14 @@ def test_a_leftover_run_of_a_step_finishes_first_and_the_new_run_replays(tmp_pat
     """An `up` killed mid-step leaves its step programs running (they outlive the engine); the resumed `up`'s run
     of the same step waits for it and then replays its receipt instead of working a second time."""
     code = (
-        "import sys, time; sys.path.insert(0, %r); from pathlib import Path; from model.rundir import RunDir; "
+        f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+        "from model.rundir import RunDir; "
         "from model.step_inputs import TaskInputs; from scripts.lib.step import run_step; from model import steps; "
         "from tests.scripts.test_records import Value; "
-        "sys.exit(run_step(steps.WAKE, RunDir(Path(%r)), 't', TaskInputs(run_dir=%r, task_id='t'), "
+        f"sys.exit(run_step(steps.WAKE, RunDir(Path({str(tmp_path)!r})), 't', "
+        f"TaskInputs(run_dir={str(tmp_path)!r}, task_id='t'), "
         "lambda: (time.sleep(3), Value(value=7))[1]))"
-    ) % (str(ROOT), str(tmp_path), str(tmp_path))
+    )
     leftover = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
     lock = RunDir(tmp_path).lock(steps.WAKE.name, "t")
     for _ in range(100):

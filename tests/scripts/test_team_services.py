@@ -688,8 +688,9 @@ def test_mariadb_validates_its_first_start(images, tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def stack(images, tmp_path_factory):
-    """MariaDB, the real Gitea, the Mattermost stand-in, the board, the token service, the model and its egress proxy, then the
-    bootstrap (run to completion), on their own internal network: one team shared by the real-service tests."""
+    """MariaDB, the real Gitea, the Mattermost stand-in, the board, the token service, the model and its egress proxy,
+    then the bootstrap (run to completion), on their own internal network: one team shared by the real-service
+    tests."""
     net = internal_network(f"agensh-real-{RUN}")
     name, subnet = next(net)
     t = Team(images, name, subnet, tmp_path_factory.mktemp("real"), "real")

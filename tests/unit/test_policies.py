@@ -80,7 +80,7 @@ def check_stack(policy, resources: list[tuple[str, dict[str, Any]]], config: dic
     return got
 
 
-C, N, I = rules.CONTAINER, rules.NETWORK, rules.IMAGE
+C, N, IMG = rules.CONTAINER, rules.NETWORK, rules.IMAGE
 
 
 def team(n_workers: int, subnet: str = "10.1.0.0/24") -> list[tuple[str, dict[str, Any]]]:
@@ -192,15 +192,15 @@ def test_6_loopback_ports():
 
 def test_7_image_pins():
     pinned = {"name": "programbench/x_1776_y.1@sha256:" + "a" * 64}
-    assert check(rules.image_pins, I, pinned) == []
+    assert check(rules.image_pins, IMG, pinned) == []
     by_tag = {"name": "programbench/x_1776_y.1:task_cleanroom_v6"}
-    assert "pin it by digest" in check(rules.image_pins, I, by_tag)[0]
-    assert check(rules.image_pins, I, by_tag, {"allowUnpinnedCleanroom": True}) == []
+    assert "pin it by digest" in check(rules.image_pins, IMG, by_tag)[0]
+    assert check(rules.image_pins, IMG, by_tag, {"allowUnpinnedCleanroom": True}) == []
     latest = {"name": "omcgitea-board:latest", "build": {"context": "/x", "tags": ["omcgitea-board:latest"]}}
-    assert "other than latest" in check(rules.image_pins, I, latest)[0]
+    assert "other than latest" in check(rules.image_pins, IMG, latest)[0]
     uncached = {"name": "omcgitea-board:local", "build": {"context": "/x", "noCache": True}}
-    assert "use a private tag" in check(rules.image_pins, I, uncached)[0]
-    assert check(rules.image_pins, I, {"name": "omcgitea-board:p-run", "build": {"noCache": True}}) == []
+    assert "use a private tag" in check(rules.image_pins, IMG, uncached)[0]
+    assert check(rules.image_pins, IMG, {"name": "omcgitea-board:p-run", "build": {"noCache": True}}) == []
 
 
 def test_8_team_limits():

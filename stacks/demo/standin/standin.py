@@ -29,6 +29,7 @@ import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 ADMIN_USER = "pbench-admin"  # model/contract.py ADMIN_USER
 MM_TEAM, MM_CHANNEL = "pbench", "town-square"
@@ -104,7 +105,12 @@ class Handler(BaseHTTPRequestHandler):
 def serve(handler: type[Handler], port: int, what: str) -> None:
     srv = ThreadingHTTPServer(("0.0.0.0", port), handler)
     srv.daemon_threads = True
-    signal.signal(signal.SIGTERM, lambda *_: (log("SIGTERM, stopping"), os._exit(0)))
+
+    def stop(*_: object) -> None:
+        log("SIGTERM, stopping")
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     log(f"{what} listening on :{port} (stand-in, not the real service)")
     srv.serve_forever()
 
@@ -284,7 +290,7 @@ def role_mattermost() -> None:
                 if m:
                     channel = next((c for c in store.data["channels"].values() if c["id"] == m.group(1)), None)
                     team = channel and self.team_by("id", channel["team_id"])
-                    if not channel or user["id"] not in team["members"]:
+                    if not channel or not team or user["id"] not in team["members"]:
                         return self.forbidden()
                     posts = [p for p in store.data["posts"] if p["channel_id"] == channel["id"]]
                     return self.send(
@@ -334,7 +340,8 @@ def role_mattermost() -> None:
                     return self.create_post(user, body)
             self.fail(404, "api.context.404.app_error", "Sorry, we could not find the page.")
 
-        do_PUT = do_POST
+        def do_PUT(self) -> None:
+            self.do_POST()
 
         def set_password(self, uid: str, body: dict) -> None:
             found = next((u for u in store.data["users"].values() if u["id"] == uid), None)
@@ -430,7 +437,8 @@ def role_mattermost() -> None:
             channel = next((c for c in store.data["channels"].values() if c["id"] == body.get("channel_id")), None)
             if not channel or not isinstance(body.get("message"), str):
                 return self.fail(400, "api.context.invalid_body_param.app_error", "Invalid channel_id or message.")
-            if user["id"] not in self.team_by("id", channel["team_id"])["members"]:
+            team = self.team_by("id", channel["team_id"])
+            if not team or user["id"] not in team["members"]:
                 return self.forbidden()
             now = mm_now()
             post = {
@@ -746,7 +754,7 @@ def role_model() -> None:
             self.end_headers()
             self.close_connection = True
             rid, iid = f"resp_standin_{secrets.token_hex(6)}", f"item_{secrets.token_hex(6)}"
-            response = {
+            response: dict[str, Any] = {
                 "id": rid,
                 "object": "response",
                 "status": "in_progress",
@@ -849,7 +857,7 @@ def call(
     bearer: str | None = None,
     token: str | None = None,
     ok: tuple[int, ...] = (),
-) -> tuple[int, dict | list, dict]:
+) -> tuple[int, Any, dict]:
     """One JSON request; `basic` auth, a `bearer` (Mattermost) or a Gitea `token`. A status outside 2xx and `ok`
     raises."""
     headers = {"Content-Type": "application/json", "Accept": "application/json"}

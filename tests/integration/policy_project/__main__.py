@@ -5,16 +5,21 @@ import pulumi
 import pulumi_docker as docker
 
 run = pulumi.Config().require("run")
-labels = lambda role: [
-    {"label": k, "value": v}
-    for k, v in {  # noqa: E731
-        "agensh.profile": "policytest",
-        "com.docker.compose.project": "omcgitea-policytest",
-        "agensh.role": role,
-        "agensh.task": "t",
-        "agensh.test": run,
-    }.items()
-]
+
+
+def labels(role: str) -> list[dict[str, str]]:
+    return [
+        {"label": k, "value": v}
+        for k, v in {
+            "agensh.profile": "policytest",
+            "com.docker.compose.project": "omcgitea-policytest",
+            "agensh.role": role,
+            "agensh.task": "t",
+            "agensh.test": run,
+        }.items()
+    ]
+
+
 tiny = docker.Network(
     "tiny",
     name=f"agensh-policytest-{run}-tiny",
