@@ -125,6 +125,9 @@ def container(
             capabilities=docker.ContainerCapabilitiesArgs(drops=["ALL"]) if s.sandboxed else None,
             security_opts=["no-new-privileges"] if s.sandboxed else None,
             memory=s.memory_mb,
+            # the ceiling holds swap too; unset, Docker gives twice the memory and the provider, reading that back,
+            # plans to remove it on every later `up` (a perpetual diff)
+            memory_swap=s.memory_mb,
             healthcheck=health,
             # Only what differs from the provider's defaults (start, must_run; no wait, attach, logs or restart): every
             # input given costs the provider's Check and Create again per container (docs/performance.md).

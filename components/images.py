@@ -1,5 +1,9 @@
 """Images: cleanroom and third-party images pulled, shared images built from the Agensh checkout, and the
-per-task worker images. Every image's id is exposed for provenance."""
+per-task worker images. Every image's id is exposed for provenance.
+
+`pulumi destroy` removes only the images under this run's private tag (`uncached: true`): every other image is
+shared by the profiles of the host (the same pulled tags, the same shared build tags), and removing one would fail
+while another profile's containers use it, or take it from under the next one."""
 
 from __future__ import annotations
 
@@ -43,9 +47,13 @@ class Images(pulumi.ComponentResource):
         super().__init__("agensh:index:Images", name, None, opts)
         p = profile
 
+        def private(image: str) -> bool:
+            """Under this run's private tag: no other profile names it."""
+            return p.private_tag is not None and image.rsplit(":", 1)[-1] == p.private_tag
+
         def pull(key: str, image: str) -> docker.RemoteImage:
             return docker.RemoteImage(
-                f"{name}-{key}", name=image, keep_locally=p.keep_pulled_images, opts=pulumi.ResourceOptions(parent=self)
+                f"{name}-{key}", name=image, keep_locally=True, opts=pulumi.ResourceOptions(parent=self)
             )
 
         def build(
@@ -62,7 +70,7 @@ class Images(pulumi.ComponentResource):
             return docker.RemoteImage(
                 f"{name}-{key}",
                 name=image,
-                keep_locally=False,
+                keep_locally=not private(image),
                 build=docker.RemoteImageBuildArgs(
                     context=str(context),
                     dockerfile=str(checkout / dockerfile),

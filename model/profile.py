@@ -113,7 +113,6 @@ class Profile(BaseModel):
     mysql_image: str = Field("mysql:8.4", description="Pulled; tag or @sha256 digest")
     gitea_image: str = Field("gitea/gitea:1.22", description="Pulled; tag or @sha256 digest")
     mattermost_image: str = Field("mattermost/mattermost-team-edition:10.5", description="Pulled; tag or digest")
-    keep_pulled_images: bool = Field(True, description="Keep pulled images (third-party, cleanroom) on destroy")
     cleanroom_org: str = Field(
         contract.CLEANROOM_ORG, description="Org of the cleanroom images (PROGRAMBENCH_DOCKER_ORG)"
     )
@@ -358,6 +357,13 @@ def from_config_strings(values: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+# Settings a profile may no longer hold, each with the reason a stack that still has one is told.
+RETIRED = {
+    "keep_pulled_images": "retired: pulled images are always kept on destroy, since the other profiles on the host "
+    "use them (only a run's private tags are removed); remove the setting",
+}
+
+
 def parse_profile(raw: dict[str, Any]) -> Profile:
     """Validate raw config values into a Profile, or raise ProfileError listing every problem."""
     try:
@@ -366,7 +372,9 @@ def parse_profile(raw: dict[str, Any]) -> Profile:
         problems = []
         for e in err.errors():
             key = ".".join(str(p) for p in e["loc"]) or "(profile)"
-            msg = "unknown setting (typo?)" if e["type"] == "extra_forbidden" else e["msg"]
+            msg = e["msg"]
+            if e["type"] == "extra_forbidden":
+                msg = RETIRED.get(key, "unknown setting (typo?)")
             problems.append((key, msg))
         raise ProfileError(problems) from None
     problems = check(prof)

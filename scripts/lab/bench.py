@@ -285,7 +285,6 @@ def bench_profile(
         llm_upstream=f"http://10.{octet}.255.3:8080",
         data_root=str(data),
         uncached=True,
-        keep_pulled_images=True,
         host_units="off",
         cleanroom_org=BENCH_ORG,
         mm_max_users_per_team=max(contract.MM_DEFAULT_MAX_USERS, workers + 3),

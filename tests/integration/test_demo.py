@@ -162,7 +162,6 @@ def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
             llm_upstream=f"http://10.{octet}.255.3:8080",
             data_root=str(tmp_path / "data"),
             traj_root=str(tmp_path / "traj"),
-            keep_pulled_images=True,
             mysql_max_connections=MAX_CONNECTIONS,
             uncached=True,
             mattermost_image=mattermost,

@@ -71,7 +71,6 @@ def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
                 model=WRONG,
                 uncached=True,
                 cleanroom_org=org,
-                keep_pulled_images=True,
                 mysql_image=standin,
                 gitea_image=standin,
                 mattermost_image=standin,

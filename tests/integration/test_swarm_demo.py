@@ -100,7 +100,6 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, base_image: 
                 data_root=str(root / "data"),
                 traj_root=str(root / "traj"),
                 llm_upstream=f"http://omcgitea-{profile}-model:8080",
-                keep_pulled_images=True,
                 engine="swarm",
                 swarm=swarm_settings,
                 mattermost_image=mattermost,

@@ -294,3 +294,9 @@ def test_start_at_is_utc_and_may_lie_in_the_past():
     assert past.start_time == datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC)
     unquoted = yaml.safe_load("start_at: 2026-12-02T06:00:00Z")["start_at"]  # YAML makes it a timestamp
     assert parse_profile(raw(start_at=unquoted)).start_time == datetime(2026, 12, 2, 6, tzinfo=UTC)
+
+
+def test_a_retired_setting_says_why():
+    with pytest.raises(ProfileError) as err:
+        parse_profile(raw(keep_pulled_images=False))
+    assert "keep_pulled_images" in str(err.value) and "always kept on destroy" in str(err.value)

@@ -1,0 +1,559 @@
+"""The fault matrix: a small demo-shaped team (the demo's services, 2 workers, a 3-minute budget) run once per cell of
+fault x step, recovered with the documented commands only, and checked against a clean run of the same shape.
+
+    .venv/bin/python -m scripts.lab.faults [--cells CELL ...] [--json OUT] [--list]
+
+Each cell runs in its own copy of the project (scripts/lab/sandbox.py: its own state backend, profile name, subnet,
+data root and private image tags), so the cells never touch the user's stacks or each other. A cell is
+- **held** when the recovered run scores what the clean run scored, with the same manifest counts, an append-only
+  index whose last row per task is terminal, verified copies, no duplicate container and no leftover step program,
+  and `pulumi destroy` then leaves nothing of the profile behind;
+- **refused** when the recovery stops with a clear message and nothing was lost (the run's data and copies intact,
+  destroy still refusing while a result is not copied);
+- **LOST** otherwise, saying what.
+It prints the matrix with each cell's time to recover and writes it as JSON (default `.test-artifacts/faults.json`).
+The cheap cells also run in `make test` (tests/integration/test_faults.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from model import contract, steps
+from model.records import read_index
+from model.rundir import RunDir
+from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.setup import demo_images
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = "testorg__calculator.abc1234"
+RUN_ID = "20261129t000000z"  # the demo profile's
+UP_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a finished run left: the facts a recovered run must share with the clean one."""
+
+    score: float | None
+    complete: bool
+    completed: int | None
+    failed: int | None
+    preserved: dict[str, bool]
+    index_terminal: bool  # every task's last index row is terminal (scored or incomplete with a reason)
+    containers: int
+
+
+@dataclass
+class Verdict:
+    cell: str
+    verdict: str  # held | refused | LOST
+    detail: str = ""
+    recover_s: float = 0.0
+    total_s: float = 0.0
+
+
+class Sandbox:
+    """One demo-shaped stack in its own copy of the project."""
+
+    def __init__(self, tmp: Path, tag: str, **settings: Any):
+        # the tag names the cell's folder; the profile stays short (names of task containers are capped at 63)
+        self.tmp, self.profile, self.octet = tmp, f"fault-{uuid.uuid4().hex[:6]}", free_octet()
+        self.standin, self.mattermost = demo_images.standin_images(self.profile)
+        self.data, self.traj = tmp / "data", tmp / "traj"
+        self.proj = project_copy(
+            tmp,
+            self.profile,
+            profile_config(
+                "demo.profile.yaml",
+                profile=self.profile,
+                subnet_octet=self.octet,
+                llm_upstream=f"http://10.{self.octet}.255.3:8080",
+                data_root=str(self.data),
+                traj_root=str(self.traj),
+                uncached=True,
+                mattermost_image=self.mattermost,
+                **settings,
+            ),
+            standin_image=self.standin,
+        )
+        self.env = isolated_env(tmp, "faults", **{contract.MODEL_CREDENTIAL_ENV: "standin-" + uuid.uuid4().hex})
+        self.policy = ["--policy-pack", "policies", "--policy-pack-config", f"stacks/{self.profile}.policy.json"]
+        self.rd = RunDir(self.data / self.profile / RUN_ID)
+        self.logs: list[Path] = []
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run(args, cwd=self.proj, env=self.env, capture_output=True, text=True)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:3])}: {out.stdout[-1500:]}\n{out.stderr[-1500:]}")
+        return out
+
+    def create(self) -> None:
+        self.run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", self.profile)
+        shutil.copy(self.proj / "policies" / "demo.json", self.proj / "stacks" / f"{self.profile}.policy.json")
+        self.run(
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "new-stack",
+            self.profile,
+            "--from",
+            f"stacks/{self.profile}.profile.yaml",
+            "--env-file",
+            "none",
+            "--set",
+            "host_units=off",
+        )
+
+    def up(self, *extra: str) -> subprocess.Popen[str]:
+        """`pulumi up` in a session of its own (so a fault can take the whole session), logged to a file."""
+        log = self.tmp / f"up{len(self.logs) + 1}.log"
+        self.logs.append(log)
+        return subprocess.Popen(
+            ["pulumi", "up", "--yes", "--non-interactive", "-s", self.profile, *self.policy, *extra],
+            cwd=self.proj,
+            env=self.env,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+        )
+
+    def last_log(self, lines: int = 15) -> str:
+        return "\n".join(self.logs[-1].read_text().splitlines()[-lines:]) if self.logs else ""
+
+    def container(self, role: str) -> str:
+        return contract.resource_name(self.profile, role)
+
+    def wait(self, what: Callable[[], bool], proc: subprocess.Popen[str] | None, timeout: float = UP_TIMEOUT_S) -> None:
+        end = time.time() + timeout
+        while not what():
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"the up ended ({proc.returncode}) before the fault's moment:\n{self.last_log()}")
+            if time.time() > end:
+                raise RuntimeError(f"timed out waiting for the fault's moment:\n{self.last_log()}")
+            time.sleep(0.3)
+
+    def running(self, step: steps.StepDef) -> Callable[[], bool]:
+        """True once the step's program holds its lock (it has begun its work)."""
+        task = (
+            None
+            if step
+            in (steps.PREFLIGHT_HOST, steps.MANIFEST_START, steps.MANIFEST_FINISH, steps.REPORT, steps.PRESERVE_RUN)
+            else TASK
+        )
+        lock = self.rd.lock(step.name, task)
+        return lambda: lock.exists() and "pid" in lock.read_text()
+
+    def outcome(self) -> Outcome:
+        score = (
+            json.loads((self.rd.task(TASK) / "score.json").read_text())
+            if (self.rd.task(TASK) / "score.json").exists()
+            else {}
+        )
+        manifest = json.loads(self.rd.manifest.read_text()) if self.rd.manifest.exists() else {}
+        rows = read_index(self.rd.index)
+        return Outcome(
+            score=score.get("score"),
+            complete=bool(score.get("complete")),
+            completed=manifest.get("completed"),
+            failed=manifest.get("failed"),
+            preserved=manifest.get("preserved", {}),
+            index_terminal=bool(rows) and all(r.status in ("scored", "incomplete") for r in rows.values()),
+            containers=len(self.labelled()["containers"]),
+        )
+
+    def labelled(self) -> dict[str, list[str]]:
+        f = f"label={contract.PROFILE_LABEL}={self.profile}"
+        kinds = {"containers": ["ps", "-aq"], "networks": ["network", "ls", "-q"], "volumes": ["volume", "ls", "-q"]}
+        return {
+            k: subprocess.run(["docker", *cmd, "--filter", f], capture_output=True, text=True).stdout.split()
+            for k, cmd in kinds.items()
+        }
+
+    def leftovers(self) -> list[str]:
+        """Step programs of this project still running after its `up` ended."""
+        out = subprocess.run(["pgrep", "-af", f"{self.proj}"], capture_output=True, text=True).stdout.splitlines()
+        return [line for line in out if "-m scripts." in line]
+
+    def destroy(self) -> str:
+        """Destroy; what it left behind ('' when nothing)."""
+        done = self.run(
+            "pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", self.profile, check=False
+        )
+        if done.returncode != 0:
+            return f"destroy failed: {(done.stdout + done.stderr)[-600:]}"
+        left = {k: v for k, v in self.labelled().items() if v}
+        data_left = (self.data / self.profile).exists()
+        return "; ".join([*(f"{len(v)} {k} left" for k, v in left.items()), *(["data left"] if data_left else [])])
+
+    def cleanup(self) -> None:
+        subprocess.run(["pkill", "-KILL", "-f", str(self.proj)], capture_output=True)
+        self.run("pulumi", "cancel", "--yes", "--non-interactive", "-s", self.profile, check=False)
+        self.run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", self.profile, check=False)
+        self.run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", self.profile, check=False)
+        left = self.labelled()
+        for kind, cmd in (("containers", ["rm", "-f"]), ("networks", ["network", "rm"]), ("volumes", ["volume", "rm"])):
+            if left[kind]:
+                subprocess.run(["docker", *cmd, *left[kind]], capture_output=True)
+        images = subprocess.run(
+            ["docker", "images", "-q", "--filter", f"label={contract.PROFILE_LABEL}={self.profile}"],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        subprocess.run(["docker", "rmi", "-f", *images, self.mattermost, self.standin], capture_output=True)
+
+
+def kill_session(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL `pulumi up`, its plugins and the step programs they run (its whole session)."""
+    subprocess.run(["pkill", "-KILL", "-s", str(proc.pid)], capture_output=True)
+    proc.wait()
+
+
+def finish(s: Sandbox, proc: subprocess.Popen[str]) -> int:
+    try:
+        return proc.wait(timeout=UP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        kill_session(proc)
+        return -1
+
+
+# --- faults: each injects at its moment and recovers with the documented command --------------------------------
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    inject: Callable[[Sandbox, subprocess.Popen[str]], None]
+    recover: Callable[[Sandbox], list[str]]  # the extra arguments of the recovering `pulumi up` (after its prelude)
+    prelude: Callable[[Sandbox], None] = lambda s: None  # what the documented recovery does before `up`
+
+
+def sigkill(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+    kill_session(proc)
+
+
+def sigint(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+    """Ctrl-C: pulumi finishes what is in flight and stops; a second Ctrl-C after 60 s, as an impatient user would."""
+    os.kill(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGINT)
+        if finish(s, proc) == -1:
+            raise RuntimeError("pulumi did not stop after two Ctrl-C") from None
+
+
+def reboot(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+    """The host going down: the session dies and the reboot guard stops the profile's containers (as
+    scripts/pbench_reboot_guard.sh does for every `omcgitea-*` project; here only this cell's own)."""
+    kill_session(proc)
+    ids = subprocess.run(
+        [
+            "docker",
+            "ps",
+            "-q",
+            "--filter",
+            f"label={contract.COMPOSE_PROJECT_LABEL}={contract.compose_project(s.profile)}",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    if ids:
+        subprocess.run(["docker", "stop", *ids], capture_output=True, check=True)
+
+
+def docker_kill(role: str) -> Callable[[Sandbox, subprocess.Popen[str]], None]:
+    def inject(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+        subprocess.run(["docker", "kill", s.container(role)], capture_output=True, check=True)
+
+    return inject
+
+
+def model_fault(kind: str) -> Callable[[Sandbox, subprocess.Popen[str]], None]:
+    """The stand-in model answers each agent's next request with `kind` (hang, error: 503, cut: a cut stream)."""
+
+    def inject(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+        body = json.dumps({"faults": [f"{kind}@{n}" for n in range(1, 3)]})
+        subprocess.run(
+            [
+                "docker",
+                "exec",
+                s.container("model"),
+                "curl",
+                "-s",
+                "-X",
+                "POST",
+                "-d",
+                body,
+                "http://127.0.0.1:8080/faults",
+            ],
+            capture_output=True,
+            check=True,
+        )
+
+    return inject
+
+
+def fill_disk(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+    """The data root's filesystem full (a small tmpfs the harness mounted): one file takes what is left."""
+    free = os.statvfs(s.data).f_bavail * os.statvfs(s.data).f_frsize
+    with open(s.data / "filler", "wb") as fh:
+        os.posix_fallocate(fh.fileno(), 0, free)
+
+
+def free_disk(s: Sandbox) -> None:
+    """What the operator does first: make room."""
+    (s.data / "filler").unlink(missing_ok=True)
+    cancel(s)
+
+
+def kill_evaluator(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+    """The evaluator dies mid-run (its processes killed; the step program sees it exit non-zero)."""
+    lock = s.rd.lock(steps.EVALUATE.name, TASK).read_text()
+    pid = lock.split()[1]
+    subprocess.run(["pkill", "-KILL", "-P", pid], capture_output=True)
+
+
+def cancel(s: Sandbox) -> None:
+    s.run("pulumi", "cancel", "--yes", "--non-interactive", "-s", s.profile, check=False)
+
+
+FAULTS = {
+    "sigkill": Fault("sigkill", sigkill, lambda s: [], cancel),
+    "sigint": Fault("sigint", sigint, lambda s: []),
+    "reboot": Fault("reboot", reboot, lambda s: ["--refresh"], cancel),
+    "kill-mysql": Fault("kill-mysql", docker_kill("mysql"), lambda s: ["--refresh"]),
+    "kill-gitea": Fault("kill-gitea", docker_kill("gitea"), lambda s: ["--refresh"]),
+    "kill-proxy": Fault("kill-proxy", docker_kill("egress-proxy"), lambda s: ["--refresh"]),
+    "kill-token": Fault("kill-token", docker_kill("secret-service"), lambda s: ["--refresh"]),
+    "model-error": Fault("model-error", model_fault("error"), lambda s: []),
+    "model-cut": Fault("model-cut", model_fault("cut"), lambda s: []),
+    "model-hang": Fault("model-hang", model_fault("hang"), lambda s: []),
+    "disk-full": Fault("disk-full", fill_disk, lambda s: [], free_disk),
+    "eval-dies": Fault("eval-dies", kill_evaluator, lambda s: ["--config", "agensh:eval_attempt=2"], cancel),
+}
+# where a fault hits: a step that has begun (its program holds its lock)
+MOMENTS = {
+    s.name: s
+    for s in (
+        steps.SEED,
+        steps.WAKE,
+        steps.KICKOFF,
+        steps.EXPORT,
+        steps.SHUTDOWN,
+        steps.EVALUATE,
+        steps.SCORE,
+        steps.PRESERVE_TASK,
+        steps.MANIFEST_FINISH,
+        steps.REPORT,
+    )
+}
+CELLS = [
+    *(f"sigkill@{m}" for m in MOMENTS),
+    "sigint@export",
+    "sigint@evaluate",
+    "reboot@export",
+    "kill-mysql@export",
+    "kill-gitea@export",
+    "kill-proxy@kickoff",
+    "kill-token@kickoff",
+    "model-error@kickoff",
+    "model-cut@kickoff",
+    "model-hang@kickoff",
+    "disk-full@export",
+    "disk-full@shutdown",
+    "disk-full@preserve-task",
+    "eval-dies@evaluate",
+]
+SMALL_DISK_MB = 400  # the data root's tmpfs in the disk-full cells (a run uses ~60 MB of it)
+CHEAP = ["sigkill@seed", "sigkill@shutdown", "sigkill@evaluate", "model-hang@kickoff"]
+
+
+@contextmanager
+def sandbox(tag: str, keep: Path | None = None, small_disk: bool = False, **settings: Any) -> Iterator[Sandbox]:
+    tmp = Path(tempfile.mkdtemp(prefix=f"agensh-faults-{tag}-"))
+    s = Sandbox(tmp, tag.replace("@", "-"), **settings)
+    mounted = False
+    try:
+        if small_disk:  # as root: a filesystem of its own for the data root, so filling it touches nothing else
+            s.data.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SMALL_DISK_MB}m", "tmpfs", str(s.data)], check=True)
+            mounted = True
+        s.create()
+        yield s
+    finally:
+        s.cleanup()
+        if mounted:
+            subprocess.run(["umount", "-l", str(s.data)], capture_output=True)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            for log in s.logs:
+                shutil.copy(log, keep / f"{s.profile}-{log.name}")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def clean_run(keep: Path | None = None) -> tuple[Outcome, float]:
+    t0 = time.time()
+    with sandbox("clean", keep) as s:
+        rc = finish(s, s.up())
+        if rc != 0:
+            raise RuntimeError(f"the clean run failed:\n{s.last_log(30)}")
+        out = s.outcome()
+        left = s.destroy()
+        if left:
+            raise RuntimeError(f"the clean run's destroy: {left}")
+        return out, time.time() - t0
+
+
+def compare(clean: Outcome, got: Outcome) -> list[str]:
+    return [
+        f"{k}: {getattr(got, k)!r} (clean: {getattr(clean, k)!r})"
+        for k in asdict(clean)
+        if getattr(got, k) != getattr(clean, k)
+    ]
+
+
+def run_cell(cell: str, clean: Outcome, keep: Path | None = None) -> Verdict:
+    fault_name, moment = cell.split("@")
+    fault, step = FAULTS[fault_name], MOMENTS[moment]
+    t0 = time.time()
+    with sandbox(cell, keep, small_disk=fault_name == "disk-full") as s:
+        first = s.up()
+        try:
+            s.wait(s.running(step), first)
+            fault.inject(s, first)
+        finally:
+            if first.poll() is None and fault_name in ("sigkill", "reboot"):
+                kill_session(first)
+        if first.poll() is None:  # a service or model fault: the first up goes on and ends by itself
+            finish(s, first)
+        t1 = time.time()
+        rc = first.returncode
+        if rc != 0:  # the documented recovery
+            fault.prelude(s)
+            rc = finish(s, s.up(*fault.recover(s)))
+        recover_s = time.time() - t1
+        if rc != 0:
+            lost = [f"data gone: {s.rd.path}"] if not s.rd.path.exists() else []
+            message = s.last_log(6)
+            if lost:
+                return Verdict(cell, "LOST", "; ".join(lost) + "\n" + message, recover_s, time.time() - t0)
+            return Verdict(cell, "refused", message, recover_s, time.time() - t0)
+        got = s.outcome()
+        problems = compare(clean, got)
+        problems += [f"left running: {p}" for p in s.leftovers()]
+        left = s.destroy()
+        problems += [left] if left else []
+        copy = s.traj / f"{s.profile}.{RUN_ID}" / TASK / "score.json"
+        if not copy.exists():
+            problems.append("the run's copy has no score.json")
+        return Verdict(cell, "LOST" if problems else "held", "; ".join(problems), recover_s, time.time() - t0)
+
+
+def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> Verdict:
+    """Several faults in one run, in order (each at its moment, each recovered before the next): what `make test`
+    affords of the matrix."""
+    name = "+".join(cells)
+    t0 = time.time()
+    recover_s = 0.0
+    with sandbox("seq", keep) as s:
+        proc = s.up()
+        for cell in cells:
+            fault_name, moment = cell.split("@")
+            fault, step = FAULTS[fault_name], MOMENTS[moment]
+            s.wait(s.running(step), proc)
+            fault.inject(s, proc)
+            if proc.poll() is not None or fault_name in ("sigkill", "reboot"):
+                if proc.poll() is None:
+                    kill_session(proc)
+                t1 = time.time()
+                fault.prelude(s)
+                proc = s.up(*fault.recover(s))
+                recover_s += time.time() - t1
+        rc = finish(s, proc)
+        if rc != 0:  # one more documented recovery: the same up again
+            cancel(s)
+            rc = finish(s, s.up())
+        if rc != 0:
+            return Verdict(
+                name, "refused" if s.rd.path.exists() else "LOST", s.last_log(6), recover_s, time.time() - t0
+            )
+        problems = compare(clean, s.outcome()) + [f"left running: {p}" for p in s.leftovers()]
+        left = s.destroy()
+        problems += [left] if left else []
+        return Verdict(name, "LOST" if problems else "held", "; ".join(problems), recover_s, time.time() - t0)
+
+
+def print_matrix(verdicts: list[Verdict], took: float) -> None:
+    width = max(len(v.cell) for v in verdicts)
+    for v in verdicts:
+        first = v.detail.splitlines()[0][:110] if v.detail else ""
+        print(f"{v.cell:<{width}}  {v.verdict:<8} recover {v.recover_s:6.0f} s  cell {v.total_s:5.0f} s  {first}")
+    counts = {k: sum(v.verdict == k for v in verdicts) for k in ("held", "refused", "LOST")}
+    print(
+        f"{len(verdicts)} cells: {counts['held']} held, {counts['refused']} refused, {counts['LOST']} LOST; "
+        f"{took / 60:.1f} min"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scripts.lab.faults", description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", nargs="*", default=CELLS, help="cells to run (fault@step; default: all)")
+    parser.add_argument("--cheap", action="store_true", help="only the cells `make test` runs")
+    parser.add_argument("--list", action="store_true", help="list the cells and exit")
+    parser.add_argument("--json", type=Path, default=ROOT / ".test-artifacts" / "faults.json")
+    args = parser.parse_args(argv)
+    cells = CHEAP if args.cheap else args.cells
+    if args.list:
+        print("\n".join(cells))
+        return 0
+    unknown = [c for c in cells if "@" not in c or c.split("@")[0] not in FAULTS or c.split("@")[1] not in MOMENTS]
+    if unknown:
+        parser.error(f"unknown cells: {', '.join(unknown)} (see --list)")
+    t0 = time.time()
+    logs = args.json.parent / "faults-logs"
+    clean, clean_s = clean_run(logs)
+    print(f"clean run: score {clean.score}, {clean.containers} containers, {clean_s:.0f} s", flush=True)
+    verdicts = []
+    for cell in cells:
+        try:
+            v = run_cell(cell, clean, logs)
+        except RuntimeError as err:  # the harness could not place its fault: say so, never count it as held
+            v = Verdict(cell, "LOST", f"harness: {err}")
+        verdicts.append(v)
+        print(
+            f"{v.cell}: {v.verdict} ({v.total_s:.0f} s) {v.detail.splitlines()[0][:120] if v.detail else ''}",
+            flush=True,
+        )
+    took = time.time() - t0
+    print_matrix(verdicts, took)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(
+        json.dumps(
+            {
+                "date": time.strftime("%Y-%m-%d"),
+                "took_s": round(took),
+                "clean": asdict(clean),
+                "cells": [asdict(v) for v in verdicts],
+            },
+            indent=2,
+        )
+    )
+    return 0 if all(v.verdict != "LOST" for v in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The fault matrix's cheap cells (scripts/lab/faults.py; the whole matrix is `make faults`), a second `up` that plans
+no change, and one profile destroyed beside another that runs on: the other sees no change."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from scripts.lab import faults
+
+# what the demo's shape scores and leaves when nothing goes wrong (the clean run of `make faults` measures it)
+CLEAN = faults.Outcome(
+    score=1.0, complete=True, completed=1, failed=0, preserved={faults.TASK: True}, index_terminal=True, containers=12
+)
+
+
+@pytest.fixture
+def bare(pulumi_engine: str, base_image: str):
+    """Sandboxes of the demo's bare topology (no steps); each is destroyed and removed after the test."""
+    made: list[faults.Sandbox] = []
+
+    def make(tag: str) -> faults.Sandbox:
+        s = faults.Sandbox(Path(tempfile.mkdtemp(prefix=f"agensh-faults-{tag}-")), tag, run_steps=False)
+        made.append(s)
+        s.create()
+        return s
+
+    yield make
+    for s in made:
+        s.cleanup()
+
+
+def up(s: faults.Sandbox, *extra: str) -> None:
+    proc = s.up(*extra)
+    assert faults.finish(s, proc) == 0, s.last_log(30)
+
+
+def containers(s: faults.Sandbox) -> dict[str, tuple[str, str]]:
+    """Each container of the profile: (its id, its state)."""
+    ids = s.labelled()["containers"]
+    info = json.loads(subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True).stdout or "[]")
+    return {c["Name"]: (c["Id"], c["State"]["Status"]) for c in info}
+
+
+def test_a_second_up_plans_no_change(bare):
+    """Routers and workers carry a memory ceiling; the one Docker fills in (swap) is given, so nothing differs."""
+    s = bare("again")
+    up(s)
+    plan = s.run(
+        "pulumi",
+        "preview",
+        "--diff",
+        "--expect-no-changes",
+        "--non-interactive",
+        "-s",
+        s.profile,
+        *s.policy,
+        check=False,
+    )
+    assert plan.returncode == 0, plan.stdout[-2000:]
+    memory = {
+        c: json.loads(subprocess.run(["docker", "inspect", c], capture_output=True, text=True).stdout)[0]["HostConfig"]
+        for c in s.labelled()["containers"]
+    }
+    ceilings = [(h["Memory"], h["MemorySwap"]) for h in memory.values() if h["Memory"]]
+    assert len(ceilings) == 4 and all(m == swap for m, swap in ceilings)  # 2 routers, 2 workers: no swap beyond
+
+
+def test_destroy_beside_another_profile_leaves_it_untouched(bare):
+    """Two demo-shaped profiles on one host share the pulled images (the real Gitea and MariaDB): destroying one
+    ends cleanly, removes none of them, and the other's containers, images and plan do not change."""
+    a, b = bare("keep"), bare("gone")
+    up(a)
+    up(b)
+    before, used = containers(a), images_run(a)
+    assert b.destroy() == ""
+    assert containers(a) == before
+    present = set(subprocess.run(["docker", "images", "-q"], capture_output=True, text=True).stdout.split())
+    assert used <= present
+    plan = a.run(
+        "pulumi", "preview", "--expect-no-changes", "--non-interactive", "-s", a.profile, *a.policy, check=False
+    )
+    assert plan.returncode == 0, plan.stdout[-2000:]
+
+
+def images_run(s: faults.Sandbox) -> set[str]:
+    """The (short) ids of the images a sandbox's containers run."""
+    info = json.loads(
+        subprocess.run(["docker", "inspect", *s.labelled()["containers"]], capture_output=True, text=True).stdout
+        or "[]"
+    )
+    return {c["Image"].removeprefix("sha256:")[:12] for c in info}
+
+
+def test_kills_at_seed_shutdown_and_evaluation_and_a_hanging_model(pulumi_engine: str, base_image: str):
+    """One run meets, in order: its whole `up` session killed while the seed step works, the model hanging on every
+    agent's next request after the kickoff, the session killed while the shutdown seals the archives and again
+    while the evaluator runs; each time `pulumi cancel` and the same `up` again. It scores what a clean run scores,
+    with the same counts, verified copies, and nothing left behind."""
+    cells = ["sigkill@seed", "model-hang@kickoff", "sigkill@shutdown", "sigkill@evaluate"]
+    verdict = faults.run_sequence(cells, CLEAN)
+    assert verdict.verdict == "held", verdict
