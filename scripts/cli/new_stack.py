@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from model import contract
-from model.profile import NAMESPACE, Profile, ProfileError, parse_profile
+from model.profile import NAMESPACE, RETIRED, Profile, ProfileError, parse_profile
 from scripts.lib.profiles import ROOT, plain_settings, policy_config_path, stack_file
 from scripts.setup import copilot_cli
 
@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     config: dict[str, Any] = dict(doc.get("config") or {})
     prefix = f"{NAMESPACE}:"
     plain = plain_settings(config)
+    for key in sorted(set(plain) & set(RETIRED)):  # the stack file of an earlier checkout: drop, and say why
+        print(f"new-stack: dropped {key} from {path.name}: {RETIRED[key]}", file=sys.stderr)
+        del plain[key], config[f"{NAMESPACE}:{key}"]
     if args.source:
         source = (yaml.safe_load(Path(args.source).read_text()) or {}).get("config") or {}
         plain.update({k[len(prefix) :]: v for k, v in source.items() if k.startswith(prefix)})

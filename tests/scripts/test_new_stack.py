@@ -132,3 +132,18 @@ def test_hostile_inputs_are_refused_and_nothing_is_written(project: Path, args, 
     assert not (project.parent / "evil").exists() and not list(project.parent.glob("Pulumi.*"))
     listed = subprocess.run(["pulumi", "stack", "ls", "--json"], cwd=project, capture_output=True, text=True)
     assert "cohort-w8" not in listed.stdout and "evil" not in listed.stdout
+
+
+def test_a_retired_setting_of_an_earlier_stack_file_is_dropped_with_its_reason(project: Path):
+    args = ("cohort-w8", "--tasks", TASK, "--checkout", "/opt/agensh")
+    assert run(project, *args).returncode == 0
+    path = project / "stacks" / "Pulumi.cohort-w8.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["config"]["agensh:keep_pulled_images"] = "false"  # as an earlier checkout wrote it
+    path.write_text(yaml.safe_dump(doc))
+    again = run(project, *args)
+    assert again.returncode == 0, again.stderr
+    assert "dropped keep_pulled_images" in again.stderr and "always kept on destroy" in again.stderr
+    assert "agensh:keep_pulled_images" not in yaml.safe_load(path.read_text())["config"]
+    refused = run(project, *args, "--set", "keep_pulled_images=false")  # asked for anew: refused, with the reason
+    assert refused.returncode != 0 and "always kept on destroy" in refused.stderr
