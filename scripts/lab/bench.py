@@ -629,7 +629,9 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                 finally:
                     result["plain_down"] = plain.down()
                 cmd = compose_command()
-                if cmd is not None and "plain_build" in result:
+                if cmd is None:
+                    failures.append("compose: neither `docker compose` nor `docker-compose` is installed")
+                elif "plain_build" in result:
                     other = side_layout("compose")
                     images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
                     compose = Compose(other, images, tmpdir, cmd)
