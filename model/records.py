@@ -169,11 +169,20 @@ class Nudge(Record):
     idle_s: float
 
 
+class Restart(Record):
+    """A worker found stopped before the deadline and started again by the idle watchdog."""
+
+    worker: str
+    agent: str
+    at_epoch: float
+
+
 class NudgesResult(Record):
-    """The idle watchdog's nudges of one task (docs/requirements.md R30)."""
+    """The idle watchdog's nudges of one task (docs/requirements.md R30), and the workers it started again."""
 
     nudges: list[Nudge]
     events: list[Event]
+    restarts: list[Restart] = Field(default_factory=list)
 
 
 class ExportResult(Record):

@@ -6,6 +6,10 @@ Activity is what the project can observe of any worker image: a line the worker 
 stderr, timestamped by Docker; on a swarm the service's log, which the manager gathers from the worker's node), or
 its start (the wake). An agent is nudged once per idle spell: again only after
 another `idle_nudge_s` without activity. Every nudge is recorded; the step ends at the task's deadline.
+
+A worker found stopped before the deadline (a host reboot: the guard stopped it, and `pulumi up --refresh` made it
+again, created stopped; or its agent exited) is started again for the time left, and the restart recorded: the
+finished wake step does not run again.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from model import steps
-from model.records import Event, KickoffResult, Nudge, NudgesResult, WakeResult
+from model.records import Event, KickoffResult, Nudge, NudgesResult, Restart, WakeResult
 from model.rundir import RunDir
 from model.step_inputs import NudgesInputs
 from scripts.lib.activity import last_logged
 from scripts.lib.chat import post_to_team
 from scripts.lib.step import StepFailed, progress, step_main
+from scripts.lib.workers import running, start_worker
 
 
 def nudges(a: NudgesInputs, password: str) -> NudgesResult:
@@ -34,9 +39,22 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     woken = {w.worker: w.at_epoch for w in woke.wakes}
     nudged: dict[str, float] = {}  # worker -> last activity already nudged for
     made: list[Nudge] = []
+    restarts: list[Restart] = []
     while time.time() < kickoff.deadline_epoch:
         now = time.time()
         for k, (worker, agent) in enumerate(a.workers.items(), 1):
+            if not running(worker, a.services):
+                started = start_worker(worker, a.services)
+                if started.returncode == 0:
+                    restarts.append(Restart(worker=worker, agent=agent, at_epoch=now))
+                    woken[worker] = now  # its activity counts from now
+                    left = kickoff.deadline_epoch - now
+                    progress(
+                        f"nudges: worker {k} was stopped (a reboot, its agent exited); started again, {left:.0f} s left"
+                    )
+                else:
+                    progress(f"nudges: worker {k} is stopped and did not start: {started.stderr.strip()[:100]}")
+                continue
             logged = last_logged(worker, service=a.services)
             active = max(filter(None, (logged, woken.get(worker))), default=None)
             if active is None or now - active < a.idle_nudge_s or nudged.get(worker) == active:
@@ -53,7 +71,9 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
             made.append(Nudge(worker=worker, agent=agent, at_epoch=now, idle_s=round(idle)))
             progress(f"nudges: worker {k} idle {idle:.0f} s, nudged")
         time.sleep(max(0.0, min(a.idle_check_s, kickoff.deadline_epoch - time.time())))
-    return NudgesResult(nudges=made, events=[Event(kind="nudge", at=n.at_epoch, label=n.agent) for n in made])
+    events = [Event(kind="nudge", at=n.at_epoch, label=n.agent) for n in made]
+    events += [Event(kind="restart", at=r.at_epoch, label=r.agent) for r in restarts]
+    return NudgesResult(nudges=made, restarts=restarts, events=events)
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:

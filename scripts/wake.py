@@ -12,7 +12,6 @@ counts its wait from the same ramp start.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -23,26 +22,7 @@ from model.records import LATE_S, Event, Ramp, Wake, WakeResult, read_record
 from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import WakeInputs
 from scripts.lib.step import StepFailed, load_inputs, progress, run_step, write_atomic
-
-
-def running(name: str, service: bool) -> bool:
-    """Started already: the container runs, or the service was scaled to its task."""
-    if service:
-        out = subprocess.run(
-            ["docker", "service", "inspect", "-f", "{{.Spec.Mode.Replicated.Replicas}}", name],
-            capture_output=True,
-            text=True,
-        )
-        return out.stdout.strip() == "1"
-    out = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", name], capture_output=True, text=True)
-    return out.stdout.strip() == "true"
-
-
-def start_worker(name: str, service: bool) -> subprocess.CompletedProcess[str]:
-    """`docker start`, or on a swarm the scale to one task (returning once the task is scheduled, as `docker start`
-    returns once the process is)."""
-    cmd = ["docker", "service", "scale", "--detach", f"{name}=1"] if service else ["docker", "start", name]
-    return subprocess.run(cmd, capture_output=True, text=True)
+from scripts.lib.workers import running, start_worker
 
 
 def wake(a: WakeInputs) -> WakeResult:

@@ -58,6 +58,7 @@ KINDS: dict[str, Kind] = {
     "reminder": Kind("reminder", "team", "#fd8d3c", "v"),
     "reminder_skipped": Kind("reminder skipped", "team", "#fd8d3c", "v", filled=False),
     "nudge": Kind("idle nudge", "team", "#d94801", "^", annotate=False),
+    "restart": Kind("worker started again", "ramp", "#cb181d", "o"),
     "deadline": Kind("deadline", "submission", "#cb181d", "|", rule=True),
     "export": Kind("export", "submission", "#6a51a3", "s"),
     "archive_grace": Kind("archive grace", "submission", "#a6761d"),

@@ -88,3 +88,60 @@ def test_an_idle_worker_is_nudged_once_an_active_one_never(tmp_path: Path, base_
         "late_s": None,
     }
     assert len(Mattermost.posts) == 1 and Mattermost.posts[0].startswith("@t-2: no activity from you for")
+
+
+def test_a_worker_found_stopped_before_the_deadline_is_started_again(tmp_path: Path, base_image: str):
+    """After a reboot the refreshed stack holds the worker created stopped, and the finished wake step does not run
+    again: the watchdog starts it for the time left, once, and records the restart."""
+    worker = f"agensh-test-nudge-{uuid.uuid4().hex[:6]}-stopped"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Mattermost)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Mattermost.posts.clear()
+    try:
+        subprocess.run(
+            [
+                "docker",
+                "create",
+                "--name",
+                worker,
+                "--network",
+                "none",
+                BASE_IMAGE,
+                "sh",
+                "-c",
+                "while true; do echo working; sleep 0.5; done",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        start = time.time()
+        rd = RunDir(tmp_path)
+        woke = WakeResult(
+            ramp_start_epoch=start, events=[], wakes=[Wake(worker=worker, due_epoch=start, at_epoch=start, late_s=0)]
+        )
+        write_atomic(
+            rd.receipt("wake", "t"),
+            Receipt[WakeResult](
+                step="wake", task_id="t", inputs_digest="x", started=now(), finished=now(), status="ok", result=woke
+            ),
+        )
+        kicked_off(tmp_path, "t", start + 4)
+        a = NudgesInputs(
+            run_dir=str(tmp_path),
+            task_id="t",
+            mattermost_url=f"http://127.0.0.1:{server.server_port}",
+            mattermost_user="pbench-admin",
+            workers={worker: "t-1"},
+            idle_nudge_s=60,
+            idle_check_s=1,
+        )
+        assert nudges.main({"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
+        state = subprocess.run(
+            ["docker", "inspect", "-f", "{{.State.Running}}", worker], capture_output=True, text=True
+        ).stdout.strip()
+    finally:
+        server.shutdown()
+        subprocess.run(["docker", "rm", "-f", worker], capture_output=True)
+    result = json.loads(rd.receipt("nudges", "t").read_text())["result"]
+    assert state == "true" and [r["worker"] for r in result["restarts"]] == [worker]
+    assert [e["kind"] for e in result["events"]] == ["restart"] and Mattermost.posts == []
