@@ -469,8 +469,9 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> 
     name = "+".join(cells)
     t0 = time.time()
     recover_s = 0.0
-    with sandbox("seq", keep) as s:
+    with sandbox("seq", keep, small_disk=any(c.startswith("disk-full@") for c in cells)) as s:
         proc = s.up()
+        pending = FAULTS["sigkill"]  # the recovery owed when the up ends failed: the last fault that did not kill it
         for cell in cells:
             fault_name, moment = cell.split("@")
             fault, step = FAULTS[fault_name], MOMENTS[moment]
@@ -483,10 +484,14 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> 
                 fault.prelude(s)
                 proc = s.up(*fault.recover(s))
                 recover_s += time.time() - t1
+            else:
+                pending = fault
         rc = finish(s, proc)
-        if rc != 0:  # one more documented recovery: the same up again
-            cancel(s)
-            rc = finish(s, s.up())
+        if rc != 0:  # the up ended failed after a fault it went on through: that fault's documented recovery
+            t1 = time.time()
+            pending.prelude(s)
+            rc = finish(s, s.up(*pending.recover(s)))
+            recover_s += time.time() - t1
         if rc != 0:
             return Verdict(
                 name, "refused" if s.rd.path.exists() else "LOST", s.last_log(6), recover_s, time.time() - t0

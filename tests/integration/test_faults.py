@@ -4,6 +4,7 @@ no change, and one profile destroyed beside another that runs on: the other sees
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -32,6 +33,7 @@ def bare(pulumi_engine: str, base_image: str):
     yield make
     for s in made:
         s.cleanup()
+        shutil.rmtree(s.tmp, ignore_errors=True)
 
 
 def up(s: faults.Sandbox, *extra: str) -> None:
@@ -103,4 +105,13 @@ def test_kills_at_seed_shutdown_and_evaluation_and_a_hanging_model(pulumi_engine
     with the same counts, verified copies, and nothing left behind."""
     cells = ["sigkill@seed", "model-hang@kickoff", "sigkill@shutdown", "sigkill@evaluate"]
     verdict = faults.run_sequence(cells, CLEAN)
+    assert verdict.verdict == "held", verdict
+
+
+def test_a_reboot_then_a_full_disk_while_archiving(pulumi_engine: str, base_image: str):
+    """One run on a data root of its own (a small tmpfs): the host goes down as the export starts waiting (the
+    session dies, the reboot guard stops the profile's containers) and is recovered with `pulumi up --refresh`; the
+    data root then fills while the workers seal their archives, and is recovered by making room and the same `up`.
+    It scores what a clean run scores, with verified copies, and nothing left behind."""
+    verdict = faults.run_sequence(["reboot@export", "disk-full@shutdown"], CLEAN)
     assert verdict.verdict == "held", verdict
