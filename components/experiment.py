@@ -21,7 +21,7 @@ import pulumi
 from model import contract, records, steps
 from model import step_inputs as si
 from model.profile import Profile
-from model.roles import operator_url
+from model.roles import ROLES, operator_url, spec
 from model.rundir import CopyDir, ProfileDir, RunDir
 from model.topology import Layout
 
@@ -271,6 +271,10 @@ class Experiment(pulumi.ComponentResource):
             ).model_dump(mode="json")
         )
 
+    def _platform_containers(self) -> list[str]:
+        """The platform's long-running containers (not the one-shot bootstrap), by name."""
+        return [c.name for c in self.layout.placements if not ROLES[c.role].per_task and not spec(self.p, c).one_shot]
+
     def _archives(self, task: str) -> dict[str, str]:
         """Each agent of a task, and the directory its archive is sealed into in this run."""
         pd = ProfileDir.of(self.p)
@@ -358,6 +362,7 @@ class Experiment(pulumi.ComponentResource):
                 idle_nudge_s=p.idle_nudge_s,
                 idle_check_s=p.idle_check_s,
                 services=swarm,
+                platform=[] if swarm else self._platform_containers(),
             ),
             self.opts(kickoff),
             secrets=mattermost,

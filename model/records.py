@@ -170,7 +170,8 @@ class Nudge(Record):
 
 
 class Restart(Record):
-    """A worker found stopped before the deadline and started again by the idle watchdog."""
+    """A worker (or a platform service: `agent` is then its name) found stopped before the deadline and started again
+    by the idle watchdog."""
 
     worker: str
     agent: str

@@ -103,6 +103,7 @@ class NudgesInputs(MattermostInputs):
     idle_nudge_s: int
     idle_check_s: int
     services: bool = False  # swarm: the workers are services (their logs through the manager)
+    platform: list[str] = Field(default_factory=list)  # the long-running platform containers, restarted if found dead
 
 
 class NodeArchive(BaseModel):

@@ -9,7 +9,8 @@ another `idle_nudge_s` without activity. Every nudge is recorded; the step ends 
 
 A worker found stopped before the deadline (a host reboot: the guard stopped it, and `pulumi up --refresh` made it
 again, created stopped; or its agent exited) is started again for the time left, and the restart recorded: the
-finished wake step does not run again.
+finished wake step does not run again. So is a platform service found dead (Gitea, MariaDB, the proxy, the token
+service: killed, or crashed), since the team cannot work without it and nothing else would start it mid-task.
 """
 
 from __future__ import annotations
@@ -29,6 +30,20 @@ from scripts.lib.chat import post_to_team
 from scripts.lib.step import StepFailed, progress, step_main
 from scripts.lib.workers import running, start_worker
 
+SERVICE_CHECK_S = 5  # how soon a dead platform service is started again (a `docker inspect` each)
+
+
+def restart_platform(platform: list[str], now: float, restarts: list[Restart]) -> None:
+    """Start every platform container found not running, recording each restart."""
+    for service in platform:
+        if not running(service, False):
+            started = start_worker(service, False)
+            if started.returncode == 0:
+                restarts.append(Restart(worker=service, agent=service, at_epoch=now))
+                progress(f"nudges: {service} was not running; started again")
+            else:
+                progress(f"nudges: {service} is not running and did not start: {started.stderr.strip()[:100]}")
+
 
 def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     rd = RunDir(Path(a.run_dir))
@@ -40,8 +55,14 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     nudged: dict[str, float] = {}  # worker -> last activity already nudged for
     made: list[Nudge] = []
     restarts: list[Restart] = []
+    next_check = 0.0  # the workers are looked at every idle_check_s, the platform every SERVICE_CHECK_S
     while time.time() < kickoff.deadline_epoch:
         now = time.time()
+        restart_platform(a.platform, now, restarts)
+        if now < next_check:
+            time.sleep(max(0.0, min(SERVICE_CHECK_S, next_check - now, kickoff.deadline_epoch - now)))
+            continue
+        next_check = now + a.idle_check_s
         for k, (worker, agent) in enumerate(a.workers.items(), 1):
             if not running(worker, a.services):
                 started = start_worker(worker, a.services)
@@ -70,7 +91,6 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
             nudged[worker] = active
             made.append(Nudge(worker=worker, agent=agent, at_epoch=now, idle_s=round(idle)))
             progress(f"nudges: worker {k} idle {idle:.0f} s, nudged")
-        time.sleep(max(0.0, min(a.idle_check_s, kickoff.deadline_epoch - time.time())))
     events = [Event(kind="nudge", at=n.at_epoch, label=n.agent) for n in made]
     events += [Event(kind="restart", at=r.at_epoch, label=r.agent) for r in restarts]
     return NudgesResult(nudges=made, restarts=restarts, events=events)
