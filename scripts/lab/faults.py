@@ -36,7 +36,7 @@ from typing import Any
 from model import contract, steps
 from model.records import read_index
 from model.rundir import RunDir
-from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import demo_images
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,12 +216,6 @@ class Sandbox:
             text=True,
         ).stdout.split()
         subprocess.run(["docker", "rmi", "-f", *images, self.mattermost, self.standin], capture_output=True)
-
-
-def kill_session(proc: subprocess.Popen[str]) -> None:
-    """SIGKILL `pulumi up`, its plugins and the step programs they run (its whole session)."""
-    subprocess.run(["pkill", "-KILL", "-s", str(proc.pid)], capture_output=True)
-    proc.wait()
 
 
 def finish(s: Sandbox, proc: subprocess.Popen[str]) -> int:
@@ -427,49 +421,19 @@ def compare(clean: Outcome, got: Outcome) -> list[str]:
 
 
 def run_cell(cell: str, clean: Outcome, keep: Path | None = None) -> Verdict:
-    fault_name, moment = cell.split("@")
-    fault, step = FAULTS[fault_name], MOMENTS[moment]
-    t0 = time.time()
-    with sandbox(cell, keep, small_disk=fault_name == "disk-full") as s:
-        first = s.up()
-        try:
-            s.wait(s.running(step), first)
-            fault.inject(s, first)
-        finally:
-            if first.poll() is None and fault_name in ("sigkill", "reboot"):
-                kill_session(first)
-        if first.poll() is None:  # a service or model fault: the first up goes on and ends by itself
-            finish(s, first)
-        t1 = time.time()
-        rc = first.returncode
-        if rc != 0:  # the documented recovery
-            fault.prelude(s)
-            rc = finish(s, s.up(*fault.recover(s)))
-        recover_s = time.time() - t1
-        if rc != 0:
-            lost = [f"data gone: {s.rd.path}"] if not s.rd.path.exists() else []
-            message = s.last_log(6)
-            if lost:
-                return Verdict(cell, "LOST", "; ".join(lost) + "\n" + message, recover_s, time.time() - t0)
-            return Verdict(cell, "refused", message, recover_s, time.time() - t0)
-        got = s.outcome()
-        problems = compare(clean, got)
-        problems += [f"left running: {p}" for p in s.leftovers()]
-        left = s.destroy()
-        problems += [left] if left else []
-        copy = s.traj / f"{s.profile}.{RUN_ID}" / TASK / "score.json"
-        if not copy.exists():
-            problems.append("the run's copy has no score.json")
-        return Verdict(cell, "LOST" if problems else "held", "; ".join(problems), recover_s, time.time() - t0)
+    """One cell of the matrix: a run with one fault."""
+    return run_sequence([cell], clean, keep)
 
 
 def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> Verdict:
-    """Several faults in one run, in order (each at its moment, each recovered before the next): what `make test`
-    affords of the matrix."""
+    """Faults in one run, in order (each at its moment, each recovered before the next), judged against the clean
+    run: one for a cell of the matrix, several where `make test` affords only a few runs."""
     name = "+".join(cells)
     t0 = time.time()
-    recover_s = 0.0
-    with sandbox("seq", keep, small_disk=any(c.startswith("disk-full@") for c in cells)) as s:
+    recovered_at: float | None = None  # when the first documented recovery began: it runs until the run's end
+    with sandbox(
+        cells[0] if len(cells) == 1 else "seq", keep, small_disk=any(c.startswith("disk-full@") for c in cells)
+    ) as s:
         proc = s.up()
         pending = FAULTS["sigkill"]  # the recovery owed when the up ends failed: the last fault that did not kill it
         for cell in cells:
@@ -480,18 +444,17 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> 
             if proc.poll() is not None or fault_name in ("sigkill", "reboot"):
                 if proc.poll() is None:
                     kill_session(proc)
-                t1 = time.time()
+                recovered_at = recovered_at or time.time()
                 fault.prelude(s)
                 proc = s.up(*fault.recover(s))
-                recover_s += time.time() - t1
             else:
                 pending = fault
         rc = finish(s, proc)
         if rc != 0:  # the up ended failed after a fault it went on through: that fault's documented recovery
-            t1 = time.time()
+            recovered_at = recovered_at or time.time()
             pending.prelude(s)
             rc = finish(s, s.up(*pending.recover(s)))
-            recover_s += time.time() - t1
+        recover_s = time.time() - recovered_at if recovered_at else 0.0
         if rc != 0:
             return Verdict(
                 name, "refused" if s.rd.path.exists() else "LOST", s.last_log(6), recover_s, time.time() - t0
@@ -499,6 +462,8 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> 
         problems = compare(clean, s.outcome()) + [f"left running: {p}" for p in s.leftovers()]
         left = s.destroy()
         problems += [left] if left else []
+        if not (s.traj / f"{s.profile}.{RUN_ID}" / TASK / "score.json").exists():
+            problems.append("the run's copy has no score.json")
         return Verdict(name, "LOST" if problems else "held", "; ".join(problems), recover_s, time.time() - t0)
 
 

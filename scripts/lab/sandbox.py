@@ -95,3 +95,10 @@ def free_octet(first: int = 160, last: int = 240) -> int:
         if not any(ipaddress.ip_network(f"10.{octet}.0.0/16").overlaps(u) for u in used):
             return octet
     raise RuntimeError(f"no free 10.X.0.0/16 with X in {first}..{last}")
+
+
+def kill_session(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL a command started with `start_new_session=True` and everything in its session. Pulumi starts each
+    plugin in a process group of its own, so killing the command's group alone left plugins running."""
+    subprocess.run(["pkill", "-KILL", "-s", str(proc.pid)], capture_output=True)
+    proc.wait()

@@ -27,13 +27,6 @@ def docker(*args: str, check: bool = True, stdin: str | None = None) -> str:
     return out.stdout.strip()
 
 
-def kill_session(proc: subprocess.Popen[str]) -> None:
-    """SIGKILL a command started with `start_new_session=True` and everything in its session. Pulumi starts each
-    plugin in a process group of its own, so killing the command's group alone left plugins running after the test."""
-    subprocess.run(["pkill", "-KILL", "-s", str(proc.pid)], capture_output=True)
-    proc.wait()
-
-
 @pytest.fixture
 def systemd_host(tmp_path: Path, docker_engine: None):
     """A container booting systemd and sshd on an internal network, with this host's Docker socket and client.

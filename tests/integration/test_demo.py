@@ -24,11 +24,10 @@ from model.profile import parse_profile
 from model.roles import ROLES, spec
 from model.rundir import ProfileDir
 from model.topology import Layout
-from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
+from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
 from scripts.setup import demo_images, service_images
-from tests.integration.conftest import kill_session
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
