@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.setup.calculator import BASE_IMAGE  # noqa: E402 (the project on sys.path first)
+from scripts.lab import docker_disk  # noqa: E402 (the project on sys.path first)
+from scripts.setup.calculator import BASE_IMAGE  # noqa: E402
 
 
 def require(ok: bool, what: str) -> None:
@@ -29,9 +31,16 @@ def require(ok: bool, what: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def docker_engine() -> None:
+def docker_engine() -> Iterator[None]:
+    """A running engine with room for the suite; the build cache the suite's stacks leave is trimmed back to its size
+    at the start when the session ends (scripts/lab/docker_disk.py says why)."""
     ok = shutil.which("docker") is not None and subprocess.run(["docker", "info"], capture_output=True).returncode == 0
     require(ok, "a running Docker engine")
+    short = docker_disk.room_for_a_run()
+    if short:
+        pytest.fail(short)
+    with docker_disk.build_cache_kept():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,7 @@ from typing import Any
 from model import contract, steps
 from model.records import read_index
 from model.rundir import RunDir
+from scripts.lab import docker_disk
 from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import demo_images
 
@@ -494,10 +495,19 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in cells if "@" not in c or c.split("@")[0] not in FAULTS or c.split("@")[1] not in MOMENTS]
     if unknown:
         parser.error(f"unknown cells: {', '.join(unknown)} (see --list)")
+    short = docker_disk.room_for_a_run()
+    if short:
+        parser.exit(2, f"faults: {short}\n")
+    with docker_disk.build_cache_kept():
+        return run_matrix(cells, args.json, args.clean_from)
+
+
+def run_matrix(cells: list[str], out: Path, clean_from: Path | None) -> int:
+    """The clean run (or the clean outcome of `clean_from`), then every cell; prints the matrix and writes `out`."""
     t0 = time.time()
-    logs = args.json.parent / "faults-logs"
-    if args.clean_from:
-        clean, clean_s = Outcome(**json.loads(args.clean_from.read_text())["clean"]), 0.0
+    logs = out.parent / "faults-logs"
+    if clean_from:
+        clean, clean_s = Outcome(**json.loads(clean_from.read_text())["clean"]), 0.0
     else:
         clean, clean_s = clean_run(logs)
     print(f"clean run: score {clean.score}, {clean.containers} containers, {clean_s:.0f} s", flush=True)
@@ -514,8 +524,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     took = time.time() - t0
     print_matrix(verdicts, took)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
         json.dumps(
             {
                 "date": time.strftime("%Y-%m-%d"),
