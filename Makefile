@@ -26,19 +26,16 @@ down:
 	@test -n "$(PROFILE)" || { echo "usage: make down PROFILE=<profile>"; exit 2; }
 	@bash scripts/host/down.sh "$(PROFILE)"
 
-# The documented launch: the policy pack (with the stack's own numbers, stacks/<stack>.policy.json) checks the preview
-# before anything changes.
-PACK = --policy-pack policies $(if $(wildcard stacks/$(STACK).policy.json),--policy-pack-config stacks/$(STACK).policy.json)
-
-# A preview runs with scripts/setup/preview.env: no per-step checkpoint, fewer Go garbage collections, no provider plan
-# (docs/performance.md).
+# The documented preview and launch (scripts/host/launch.sh): the policy pack, with the stack's own numbers
+# (stacks/<stack>.policy.json), checks a preview of the whole stack before anything changes; the preview runs with
+# scripts/setup/preview.env (a preview writes no state), the update with the engine's checkpoints.
 preview:
 	@test -n "$(STACK)" || { echo "usage: make preview STACK=<stack>"; exit 2; }
-	@. scripts/env.sh && set -a && . scripts/setup/preview.env && set +a && pulumi preview -s "$(STACK)" $(PACK)
+	@. scripts/env.sh && bash scripts/host/launch.sh preview "$(STACK)"
 
 up:
 	@test -n "$(STACK)" || { echo "usage: make up STACK=<stack>"; exit 2; }
-	@. scripts/env.sh && pulumi up -s "$(STACK)" $(PACK)
+	@. scripts/env.sh && bash scripts/host/launch.sh up "$(STACK)"
 
 # A delayed launch at the stack's agensh:start_at (systemd service + timer): ACTION=install (default), remove, status.
 schedule:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the service of a scheduled launch runs (scripts/cli/schedule.py installs agensh-launch-<stack>.service and .timer):
 # it records when the launch began (AGENSH_LAUNCH_RECORD, the run directory's launch.json; the run manifest copies
-# it), then runs the documented launch: `pulumi up` of the stack with the policy pack, through scripts/env.sh.
+# it), then runs the documented launch (scripts/host/launch.sh: the preview with the policy pack, then `pulumi up`).
 # The unit sets every variable: AGENSH_STACK, AGENSH_START_AT (the timer's UTC time), AGENSH_LAUNCH_RECORD,
 # AGENSH_LAUNCH_UNIT, and the Pulumi settings (PULUMI_CONFIG_PASSPHRASE_FILE: a path, never the passphrase).
 set -euo pipefail
@@ -15,8 +15,4 @@ echo "agensh: launch of stack $AGENSH_STACK, scheduled for $AGENSH_START_AT, beg
 
 cd "$(dirname "$0")/.."
 . scripts/env.sh
-policy=(--policy-pack policies)
-if [ -f "stacks/$AGENSH_STACK.policy.json" ]; then
-  policy+=(--policy-pack-config "stacks/$AGENSH_STACK.policy.json")
-fi
-exec pulumi up --yes --skip-preview --non-interactive -s "$AGENSH_STACK" "${policy[@]}"
+exec bash scripts/host/launch.sh up "$AGENSH_STACK" --yes --non-interactive

@@ -36,7 +36,7 @@ UNIT = f"agensh-launch-{STACK}"
 PASSPHRASE = "not-in-any-unit-file"
 STANDIN_PULUMI = """#!/bin/sh
 # STAND-IN pulumi (tests/integration/test_schedule.py): records how and when the scheduled launch called it.
-{ date -u +%s; echo "$*"; env | grep -E '^(PULUMI|AGENSH)_' | sort; } > "$AGENSH_TOOLCHAIN/called"
+{ date -u +%s; echo "$*"; env | grep -E '^(PULUMI|AGENSH)_' | sort; } > "$AGENSH_TOOLCHAIN/called-$1"
 """
 
 
@@ -146,16 +146,22 @@ def test_timer_fires_the_launch_at_the_scheduled_time_and_is_removed(launch, tmp
     assert PASSPHRASE not in service + timer
     assert on_host("systemctl", "is-active", f"{UNIT}.timer") == "active"
 
-    called = toolchain / "called"
-    while on_host("sh", "-c", f"test -f {called} && echo yes || true") != "yes" and time.time() < start_at + 60:
+    def called(command: str) -> list[str]:
+        return on_host("sh", "-c", f"cat {toolchain / ('called-' + command)} 2>/dev/null || true").splitlines()
+
+    while not called("up") and time.time() < start_at + 60:
         time.sleep(0.5)
     journal = on_host("journalctl", "--no-pager", "-u", f"{UNIT}.service", "-u", f"{UNIT}.timer", check=False)
-    lines = on_host("sh", "-c", f"cat {called} || true").splitlines()
-    assert lines, journal
-    fired = int(lines[0])
+    preview, up = called("preview"), called("up")
+    assert preview and up, journal
+    fired = int(preview[0])
     assert start_at <= fired <= start_at + 3, (fired, start_at)  # AccuracySec=1s
-    assert lines[1] == f"up --yes --skip-preview --non-interactive -s {STACK} --policy-pack policies"
-    seen_env = dict(line.split("=", 1) for line in lines[2:])
+    # the documented launch (scripts/host/launch.sh): the preview the policy pack checks, then the update
+    assert preview[1] == f"preview -s {STACK} --policy-pack policies --non-interactive"
+    assert up[1] == f"up --yes --skip-preview -s {STACK} --policy-pack policies --non-interactive"
+    preview_env, seen_env = (dict(line.split("=", 1) for line in lines[2:]) for lines in (preview, up))
+    assert preview_env["PULUMI_SKIP_CHECKPOINTS"] == "true"
+    assert "PULUMI_SKIP_CHECKPOINTS" not in seen_env  # the update keeps its checkpoints: a killed launch resumes
     assert seen_env["PULUMI_CONFIG_PASSPHRASE_FILE"] == str(tmp_path / "agensh-home" / "passphrase")
     assert "PULUMI_CONFIG_PASSPHRASE" not in seen_env
 
