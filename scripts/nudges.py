@@ -11,11 +11,14 @@ A worker found stopped before the deadline (a host reboot: the guard stopped it,
 again, created stopped; or its agent exited) is started again for the time left, and the restart recorded: the
 finished wake step does not run again. So is a platform service found dead (Gitea, MariaDB, the proxy, the token
 service: killed, or crashed), since the team cannot work without it and nothing else would start it mid-task.
+The data root running low is said on the console (once per spell, and on the timeline): once it is full Gitea and
+MariaDB take no writes and the team cannot push, which a resumed run cannot undo (docs/faults.md, "Not survived").
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -31,6 +34,20 @@ from scripts.lib.step import StepFailed, progress, step_main
 from scripts.lib.workers import running, start_worker
 
 SERVICE_CHECK_S = 5  # how soon a dead platform service is started again (a `docker inspect` each)
+DATA_ROOT_LOW_BYTES = 2 * 10**9  # free space on the data root below which the console says so
+
+
+def low_space(path: Path, was_low: bool, now: float, events: list[Event]) -> bool:
+    """Whether the data root is below DATA_ROOT_LOW_BYTES free; said (and put on the timeline) when a spell begins."""
+    free = shutil.disk_usage(path).free
+    low = free < DATA_ROOT_LOW_BYTES
+    if low and not was_low:
+        events.append(Event(kind="data_root_low", at=now, label=f"{free // 10**6} MB free"))
+        progress(
+            f"nudges: WARNING: the data root ({path}) has {free / 1e6:.0f} MB free; when it is full Gitea and MariaDB "
+            "take no writes and the team cannot push: make room now"
+        )
+    return low
 
 
 def restart_platform(platform: list[str], now: float, restarts: list[Restart]) -> None:
@@ -55,10 +72,13 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     nudged: dict[str, float] = {}  # worker -> last activity already nudged for
     made: list[Nudge] = []
     restarts: list[Restart] = []
+    alarms: list[Event] = []
+    low = False
     next_check = 0.0  # the workers are looked at every idle_check_s, the platform every SERVICE_CHECK_S
     while time.time() < kickoff.deadline_epoch:
         now = time.time()
         restart_platform(a.platform, now, restarts)
+        low = low_space(rd.path, low, now, alarms)
         if now < next_check:
             time.sleep(max(0.0, min(SERVICE_CHECK_S, next_check - now, kickoff.deadline_epoch - now)))
             continue
@@ -93,7 +113,7 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
             progress(f"nudges: worker {k} idle {idle:.0f} s, nudged")
     events = [Event(kind="nudge", at=n.at_epoch, label=n.agent) for n in made]
     events += [Event(kind="restart", at=r.at_epoch, label=r.agent) for r in restarts]
-    return NudgesResult(nudges=made, restarts=restarts, events=events)
+    return NudgesResult(nudges=made, restarts=restarts, events=events + alarms)
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:

@@ -64,6 +64,7 @@ KINDS: dict[str, Kind] = {
     "archive_grace": Kind("archive grace", "submission", "#a6761d"),
     "evaluation": Kind("evaluation", "evaluation", "#1b9e77"),
     "step_failed": Kind("step failed", "other", "#a50f15", "X"),
+    "data_root_low": Kind("data root low", "other", "#a50f15", "P", rule=True),
 }
 
 

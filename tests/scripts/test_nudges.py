@@ -152,3 +152,19 @@ def test_a_worker_found_stopped_before_the_deadline_is_started_again(tmp_path: P
     result = json.loads(rd.receipt("nudges", "t").read_text())["result"]
     assert state == ["true", "true"] and [r["worker"] for r in result["restarts"]] == [service, worker]
     assert [e["kind"] for e in result["events"]] == ["restart", "restart"] and Mattermost.posts == []
+
+
+def test_a_data_root_running_low_is_said_once_per_spell(tmp_path: Path, monkeypatch, capsys):
+    """Below the threshold the console says so and the timeline gets one event; again only after a spell with room."""
+    free = iter([10**10, 10**8, 10**8, 10**10, 10**8])
+    monkeypatch.setattr(nudges.shutil, "disk_usage", lambda path: type("Usage", (), {"free": next(free)})())
+    events: list = []
+    low = False
+    for at in range(5):
+        low = nudges.low_space(tmp_path, low, float(at), events)
+    assert [(e.kind, e.at, e.label) for e in events] == [
+        ("data_root_low", 1.0, "100 MB free"),
+        ("data_root_low", 4.0, "100 MB free"),
+    ]
+    said = capsys.readouterr().err
+    assert said.count("WARNING: the data root") == 2 and "make room now" in said
