@@ -4,8 +4,10 @@ they are measured again."""
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 from pathlib import Path
 
+import pulumi.runtime.resource as sdk_resource
 import pytest
 
 from components import sdk
@@ -14,11 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def pins() -> dict[str, str]:
-    lines = (
-        (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines()
-        if (ROOT / "scripts" / "setup" / "versions.env").exists()
-        else (ROOT / "scripts" / "versions.env").read_text().splitlines()
-    )
+    lines = (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines()
     env = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
     return {
         "pulumi": env["PULUMI_PY_VERSION"],
@@ -37,3 +35,33 @@ def test_a_moved_pin_stops_the_program(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(importlib.metadata, "version", lambda n: "3.999.0" if n == "pulumi" else real(n))
     with pytest.raises(RuntimeError, match=r"pulumi 3\.272\.0 -> 3\.999\.0.*measure each workaround"):
         sdk.check()
+
+
+def test_a_registration_sends_only_the_declaring_frame(monkeypatch: pytest.MonkeyPatch):
+    """The SDK finds the declaring line above the third `__init__` (resource, custom resource, concrete class); cut,
+    the trace is that one frame, so the source position the engine shows is unchanged."""
+    monkeypatch.setattr(sdk_resource, "_get_stack_trace", sdk_resource._get_stack_trace)  # restored afterwards
+
+    class Base:
+        def __init__(self) -> None:
+            self.trace = sdk_resource._get_stack_trace()
+
+    class Custom(Base):
+        def __init__(self) -> None:
+            super().__init__()
+
+    class Concrete(Custom):
+        def __init__(self) -> None:
+            super().__init__()
+
+    def declare() -> tuple[object, int]:
+        return Concrete(), inspect.currentframe().f_lineno  # type: ignore[union-attr]
+
+    full, line = declare()
+    assert len(full.trace.frames) > 1  # type: ignore[attr-defined]
+    sdk.short_stack_traces()
+    cut, _ = declare()
+    frames = cut.trace.frames  # type: ignore[attr-defined]
+    assert len(frames) == 1
+    assert frames[0] == full.trace.frames[0]  # type: ignore[attr-defined]
+    assert frames[0].pc.uri == Path(__file__).as_uri() and frames[0].pc.line == line
