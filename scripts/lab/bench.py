@@ -2,8 +2,10 @@
 
 For each size (workers x tasks) it makes a throwaway copy of the project with a demo-shaped stack of the bare
 topology (`run_steps: false`; private image tags, `uncached: true`, so no shared tag is touched), then times
-- pulumi: `preview` (as `make preview` runs it), `up`, `up` again (no changes) and `destroy`, with the peak memory
-  of the `pulumi` process (first: its subnet was picked free just before);
+- pulumi: `preview` (as `make preview` runs it), `up --skip-preview` (the update `make up` runs after that preview;
+  `launch` is the two), `up` again (no changes) and `destroy`, with the peak memory of the `pulumi` process (first:
+  its subnet was picked free just before), and the checkpoint after `up` (kB, and bytes per resource: the engine
+  rewrites all of it after every step);
 - plain: the same images built with `docker build` and the same containers started with `docker` commands, in the
   same dependency order with the same parallelism (8) and the same waits: every container with a health check is
   waited for until healthy, the one-shot bootstrap until it exited; then the check that all of it still runs
@@ -17,18 +19,22 @@ also on failure. Sizes whose containers would not fit in this machine's memory a
     .venv/bin/python -m scripts.lab.bench --workers 8 32 --tasks 1
     .venv/bin/python -m scripts.lab.bench --swarm --workers 2 8 32   # as root: the lab needs network namespaces
     .venv/bin/python -m scripts.lab.bench --pipeline --workers 121 128 --tasks 1 5
+    .venv/bin/python -m scripts.lab.bench --pipeline --all-ways --workers 128 --tasks 5   # the launch's preview beside
+                                                              # `pulumi preview` alone and with checkpoints off only
     .venv/bin/python -m scripts.lab.bench --agents 2 8 32     # real Copilot CLI workers: start-up and memory
-(after `make setup` and one `make demo`, which builds the stand-in images). `--swarm` times `pulumi` alone (preview,
-up, destroy) for one task on one host and on a two-node swarm (scripts/lab/swarm_lab.py, made and removed by the
-benchmark), each under its own names and subnets. `--pipeline` previews the whole run of the demo profile (every
-step too, `run_steps: true`) at each size, as `make preview` does, and prints its resources, seconds, milliseconds
-per resource and the peak memory of `pulumi` (nothing is created: it needs neither `make demo` nor free memory).
+(after `make setup`; the demo's stand-in images are built first when they are missing). `--swarm` times `pulumi`
+alone (preview, up, destroy) for one task on one host and on a two-node swarm (scripts/lab/swarm_lab.py, made and
+removed by the benchmark), each under its own names and subnets. `--pipeline` previews the whole run of the demo
+profile (every step too, `run_steps: true`) at each size, as `make preview` does, and prints its resources, seconds,
+milliseconds per resource and the peak memory of `pulumi` (nothing is created: it needs neither `make demo` nor free
+memory).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -54,7 +60,7 @@ from model.roles import ROLES, ServiceSpec, spec
 from model.topology import Placement
 from scripts.cli.status import mib
 from scripts.lab import swarm_lab
-from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
+from scripts.lab.sandbox import PREVIEW_ENV, ROOT, free_octet, isolated_env, profile_config, project_copy
 from scripts.setup import demo_images, service_images
 
 PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
@@ -150,9 +156,18 @@ class BenchStack:
     def timed(self, *args: str, env: dict[str, str] | None = None) -> tuple[float, int, str]:
         return timed_pulumi([*self.pulumi, *args], cwd=self.proj, env={**self.env, **(env or {})})
 
-    def preview(self) -> dict[str, Any]:
-        """`pulumi preview` as `make preview` runs it: seconds, peak MB of `pulumi`, resources and ms per resource."""
-        seconds, mb, output = self.timed("preview", env=PREVIEW_ENV)
+    def state(self) -> tuple[int, int]:
+        """The stack's checkpoint as the file backend keeps it: bytes, and resources in it (the engine rewrites all of
+        it after every step of an `up`)."""
+        env_url = self.env["PULUMI_BACKEND_URL"].removeprefix("file://")
+        path = Path(env_url) / ".pulumi" / "stacks" / "agensh" / f"{self.pulumi[-1]}.json"
+        checkpoint = json.loads(path.read_text())["checkpoint"]
+        return path.stat().st_size, len(checkpoint.get("latest", {}).get("resources") or [])
+
+    def preview(self, env: dict[str, str] = PREVIEW_ENV) -> dict[str, Any]:
+        """`pulumi preview` as `make preview` and `make up` run it (or with `env`): seconds, peak MB of `pulumi`,
+        resources and ms per resource."""
+        seconds, mb, output = self.timed("preview", env=env)
         resources = sum(int(m) for m in re.findall(r"^\s*\+ (\d+) to create$", output, re.MULTILINE))
         return {
             "preview": seconds,
@@ -605,6 +620,9 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                 failures = []
                 try:  # first, while the subnet picked for it is still free
                     result["up"], result["up_mb"], _ = made.timed("up", "--yes", "--skip-preview")
+                    size, in_state = made.state()
+                    result["state_kb"], result["state_b/res"] = size // 1000, size // max(in_state, 1)
+                    result["launch"] = result["preview"] + result["up"]
                     result["reup"], _, _ = made.timed("up", "--yes", "--skip-preview")
                 except RuntimeError as e:  # a side that fails is reported; the others still run
                     failures.append(f"pulumi: {str(e).splitlines()[0]}")
@@ -649,25 +667,35 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
     return result
 
 
-def pipeline(workers: int, ntasks: int) -> dict[str, Any]:
-    """The preview of the whole run (every step too) of a demo-shaped stack of this size; nothing is created."""
+# How a preview can run: as `make up` and `make preview` run it, and (--all-ways) as a Pulumi user types it (a plain
+# `pulumi up` previews that way first) and with only the checkpoints skipped.
+PREVIEW_WAYS = {
+    "launch": PREVIEW_ENV,
+    "plain": {},
+    "no-checkpoints": {"PULUMI_SKIP_CHECKPOINTS": "true"},
+}
+
+
+def pipeline(workers: int, ntasks: int, ways: list[str]) -> list[dict[str, Any]]:
+    """The preview of the whole run (every step too) of a demo-shaped stack of this size, each way, one after the
+    other on the same stack; nothing is created."""
     with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
         tmpdir = Path(tmp)
         stack = f"benchrun-w{workers}x{ntasks}"
         config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "data", run_steps=True)
         with bench_stack(tmpdir, stack, config) as made:
-            return {"workers": workers, "tasks": ntasks, **made.preview()}
+            return [{"workers": workers, "tasks": ntasks, "way": w, **made.preview(PREVIEW_WAYS[w])} for w in ways]
 
 
-def pipeline_main(sizes: list[tuple[int, int]]) -> int:
-    print("workers tasks resources preview_s ms_per_resource pulumi_mb", flush=True)
+def pipeline_main(sizes: list[tuple[int, int]], ways: list[str]) -> int:
+    print("workers tasks way            resources preview_s ms_per_resource pulumi_mb", flush=True)
     for workers, ntasks in sizes:
-        r = pipeline(workers, ntasks)
-        print(
-            f"{workers:7d} {ntasks:5d} {r['resources']:9d} {r['preview']:9.1f} {r['ms_per_resource']:15.1f} "
-            f"{r['preview_mb']:9d}",
-            flush=True,
-        )
+        for r in pipeline(workers, ntasks, ways):
+            print(
+                f"{workers:7d} {ntasks:5d} {r['way']:14} {r['resources']:9d} {r['preview']:9.1f} "
+                f"{r['ms_per_resource']:15.1f} {r['preview_mb']:9d}",
+                flush=True,
+            )
     return 0
 
 
@@ -739,6 +767,9 @@ COLUMNS = (
     "preview_mb",
     "up",
     "up_mb",
+    "launch",
+    "state_kb",
+    "state_b/res",
     "reup",
     "destroy",
     "plain_build",
@@ -780,10 +811,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--preview-only", action="store_true")
     ap.add_argument("--swarm", action="store_true", help="one task's team on one host beside a two-node swarm lab")
     ap.add_argument("--pipeline", action="store_true", help="preview only, of the whole run (every step too)")
+    ap.add_argument(
+        "--all-ways", action="store_true", help="with --pipeline: also as `pulumi preview` alone, and checkpoints off"
+    )
     args = ap.parse_args(argv)
     if args.pipeline:
-        return pipeline_main([(w, t) for t in args.tasks for w in args.workers])
-    run(["docker", "image", "inspect", DEMO_CLEANROOM])  # made by `make demo`
+        ways = list(PREVIEW_WAYS) if args.all_ways else ["launch"]
+        return pipeline_main([(w, t) for t in args.tasks for w in args.workers], ways)
+    if subprocess.run(["docker", "image", "inspect", DEMO_CLEANROOM], capture_output=True).returncode:
+        print("bench: building the demo's images first (scripts/setup/demo_images.py, as `make demo` does)", flush=True)
+        run(["bash", str(ROOT / "scripts" / "setup" / "base_image.sh")])
+        run([sys.executable, "-m", "scripts.setup.demo_images"], cwd=ROOT)
     if args.swarm:
         return swarm_main(args.workers)
     print("seconds; *_mb: peak MB of `pulumi`; up/plain and up/compose count the plain side's image builds too")
