@@ -4,7 +4,8 @@ fault x step, recovered with the documented commands only, and checked against a
     .venv/bin/python -m scripts.lab.faults [--cells CELL ...] [--json OUT] [--list]
 
 Each cell runs in its own copy of the project (scripts/lab/sandbox.py: its own state backend, profile name, subnet,
-data root and private image tags), so the cells never touch the user's stacks or each other. A cell is
+data root and private image tags), so the cells never touch the user's stacks or each other. Every run is launched
+as `make up` launches it (scripts/host/launch.sh: the preview with the policy pack, then the update). A cell is
 - **held** when the recovered run scores what the clean run scored, with the same manifest counts, an append-only
   index whose last row per task is terminal, verified copies, no duplicate container and no leftover step program,
   and `pulumi destroy` then leaves nothing of the profile behind;
@@ -93,7 +94,6 @@ class Sandbox:
             standin_image=self.standin,
         )
         self.env = isolated_env(tmp, "faults", **{contract.MODEL_CREDENTIAL_ENV: "standin-" + uuid.uuid4().hex})
-        self.policy = ["--policy-pack", "policies", "--policy-pack-config", f"stacks/{self.profile}.policy.json"]
         self.rd = RunDir(self.data / self.profile / RUN_ID)
         self.logs: list[Path] = []
 
@@ -121,11 +121,12 @@ class Sandbox:
         )
 
     def up(self, *extra: str) -> subprocess.Popen[str]:
-        """`pulumi up` in a session of its own (so a fault can take the whole session), logged to a file."""
+        """The documented launch (scripts/host/launch.sh: the preview with the pack, then `pulumi up`) in a session of
+        its own (so a fault can take the whole session), logged to a file."""
         log = self.tmp / f"up{len(self.logs) + 1}.log"
         self.logs.append(log)
         return subprocess.Popen(
-            ["pulumi", "up", "--yes", "--non-interactive", "-s", self.profile, *self.policy, *extra],
+            ["bash", "scripts/host/launch.sh", "up", self.profile, "--yes", "--non-interactive", *extra],
             cwd=self.proj,
             env=self.env,
             stdout=log.open("w"),
@@ -148,6 +149,13 @@ class Sandbox:
             if time.time() > end:
                 raise RuntimeError(f"timed out waiting for the fault's moment:\n{self.last_log()}")
             time.sleep(0.3)
+
+    def reached(self, moment: str) -> Callable[[], bool]:
+        """True once the fault's moment has come: the launch's preview declaring resources, or a step at work."""
+        if moment == PREVIEW:
+            log = self.logs[-1]
+            return lambda: "Previewing update" in (text := log.read_text()) and " create" in text
+        return self.running(MOMENTS[moment])
 
     def running(self, step: steps.StepDef) -> Callable[[], bool]:
         """True once the step's program holds its lock (it has begun its work)."""
@@ -340,7 +348,8 @@ FAULTS = {
     "disk-full": Fault("disk-full", fill_disk, lambda s: [], free_disk),
     "eval-dies": Fault("eval-dies", kill_evaluator, lambda s: ["--config", "agensh:eval_attempt=2"], cancel),
 }
-# where a fault hits: a step that has begun (its program holds its lock)
+# where a fault hits: the launch's preview (nothing exists yet), or a step that has begun (its program holds its lock)
+PREVIEW = "preview"
 MOMENTS = {
     s.name: s
     for s in (
@@ -357,6 +366,7 @@ MOMENTS = {
     )
 }
 CELLS = [
+    f"sigkill@{PREVIEW}",
     *(f"sigkill@{m}" for m in MOMENTS),
     "sigint@export",
     "sigint@evaluate",
@@ -374,7 +384,7 @@ CELLS = [
     "eval-dies@evaluate",
 ]
 SMALL_DISK_MB = 400  # the data root's tmpfs in the disk-full cells (a run uses ~60 MB of it)
-CHEAP = ["sigkill@seed", "sigkill@shutdown", "sigkill@evaluate", "model-hang@kickoff"]
+CHEAP = ["sigkill@preview", "sigkill@seed", "sigkill@shutdown", "sigkill@evaluate", "model-hang@kickoff"]
 
 
 @contextmanager
@@ -439,8 +449,8 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> 
         pending = FAULTS["sigkill"]  # the recovery owed when the up ends failed: the last fault that did not kill it
         for cell in cells:
             fault_name, moment = cell.split("@")
-            fault, step = FAULTS[fault_name], MOMENTS[moment]
-            s.wait(s.running(step), proc)
+            fault = FAULTS[fault_name]
+            s.wait(s.reached(moment), proc)
             fault.inject(s, proc)
             if proc.poll() is not None or fault_name in ("sigkill", "reboot"):
                 if proc.poll() is None:
@@ -492,7 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(cells))
         return 0
-    unknown = [c for c in cells if "@" not in c or c.split("@")[0] not in FAULTS or c.split("@")[1] not in MOMENTS]
+    unknown = [
+        c for c in cells if "@" not in c or c.split("@")[0] not in FAULTS or c.split("@")[1] not in (PREVIEW, *MOMENTS)
+    ]
     if unknown:
         parser.error(f"unknown cells: {', '.join(unknown)} (see --list)")
     short = docker_disk.room_for_a_run()

@@ -98,12 +98,13 @@ def images_run(s: faults.Sandbox) -> set[str]:
     return {c["Image"].removeprefix("sha256:")[:12] for c in info}
 
 
-def test_kills_at_seed_shutdown_and_evaluation_and_a_hanging_model(pulumi_engine: str, base_image: str):
-    """One run meets, in order: its whole `up` session killed while the seed step works, the model hanging on every
-    agent's next request after the kickoff, the session killed while the shutdown seals the archives and again
-    while the evaluator runs; each time `pulumi cancel` and the same `up` again. It scores what a clean run scores,
-    with the same counts, verified copies, and nothing left behind."""
-    cells = ["sigkill@seed", "model-hang@kickoff", "sigkill@shutdown", "sigkill@evaluate"]
+def test_kills_at_preview_seed_shutdown_and_evaluation_and_a_hanging_model(pulumi_engine: str, base_image: str):
+    """One run meets, in order: its whole launch session killed while the launch's preview declares the stack and
+    again while the seed step works, the model hanging on every agent's next request after the kickoff, the session
+    killed while the shutdown seals the archives and again while the evaluator runs; each time `pulumi cancel` and
+    the same launch again. It scores what a clean run scores, with the same counts, verified copies, and nothing left
+    behind."""
+    cells = ["sigkill@preview", "sigkill@seed", "model-hang@kickoff", "sigkill@shutdown", "sigkill@evaluate"]
     verdict = faults.run_sequence(cells, CLEAN)
     assert verdict.verdict == "held", verdict
 
