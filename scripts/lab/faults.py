@@ -135,6 +135,11 @@ class Sandbox:
             text=True,
         )
 
+    def preview(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        """A plain `pulumi preview` with the policy pack (the provider plans every change), not raising on failure."""
+        pack = ["--policy-pack", "policies", "--policy-pack-config", f"stacks/{self.profile}.policy.json"]
+        return self.run("pulumi", "preview", "--non-interactive", "-s", self.profile, *pack, *extra, check=False)
+
     def last_log(self, lines: int = 15) -> str:
         return "\n".join(self.logs[-1].read_text().splitlines()[-lines:]) if self.logs else ""
 

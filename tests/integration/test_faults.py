@@ -52,17 +52,7 @@ def test_a_second_up_plans_no_change(bare):
     """Routers and workers carry a memory ceiling; the one Docker fills in (swap) is given, so nothing differs."""
     s = bare("again")
     up(s)
-    plan = s.run(
-        "pulumi",
-        "preview",
-        "--diff",
-        "--expect-no-changes",
-        "--non-interactive",
-        "-s",
-        s.profile,
-        *s.policy,
-        check=False,
-    )
+    plan = s.preview("--diff", "--expect-no-changes")
     assert plan.returncode == 0, plan.stdout[-2000:]
     memory = {
         c: json.loads(subprocess.run(["docker", "inspect", c], capture_output=True, text=True).stdout)[0]["HostConfig"]
@@ -83,9 +73,7 @@ def test_destroy_beside_another_profile_leaves_it_untouched(bare):
     assert containers(a) == before
     present = set(subprocess.run(["docker", "images", "-q"], capture_output=True, text=True).stdout.split())
     assert used <= present
-    plan = a.run(
-        "pulumi", "preview", "--expect-no-changes", "--non-interactive", "-s", a.profile, *a.policy, check=False
-    )
+    plan = a.preview("--expect-no-changes")
     assert plan.returncode == 0, plan.stdout[-2000:]
 
 
