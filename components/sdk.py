@@ -15,7 +15,8 @@ checks that it matches the pins).
 - `short_stack_traces`: the SDK sends the whole Python stack of every registration, and the engine keeps it in the
   state for the resource's life: ~1.3 KB of a container's ~9.7 KB and of a step's ~5.3 KB, in every checkpoint the
   engine writes (one after each step of an `up`, each the whole state). Only the top frame (the program's line that
-  declared the resource, which is also its source position) is sent. Measured gain: see docs/performance.md.
+  declared the resource, which is also its source position) is sent. Measured gain: the demo's state 290 -> 232 KB
+  (a container 9.7 -> 8.4 KB).
 - `shared_outputs`: one Output per secret variable, shared by every container that gets it, instead of one per
   container. Measured gain: about a seventh of the program's CPU.
 """

@@ -59,7 +59,7 @@ from model.profile import Profile, parse_profile
 from model.roles import ROLES, ServiceSpec, spec
 from model.topology import Placement
 from scripts.cli.status import mib
-from scripts.lab import swarm_lab
+from scripts.lab import docker_disk, swarm_lab
 from scripts.lab.sandbox import PREVIEW_ENV, ROOT, free_octet, isolated_env, profile_config, project_copy
 from scripts.setup import demo_images, service_images
 
@@ -672,7 +672,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
 PREVIEW_WAYS = {
     "launch": PREVIEW_ENV,
     "plain": {},
-    "no-checkpoints": {"PULUMI_SKIP_CHECKPOINTS": "true"},
+    "no-checkpoints": {"PULUMI_SKIP_CHECKPOINTS": PREVIEW_ENV["PULUMI_SKIP_CHECKPOINTS"]},
 }
 
 
@@ -842,4 +842,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    with docker_disk.build_cache_kept():  # private-tag builds leave cache nobody reuses (scripts/lab/docker_disk.py)
+        sys.exit(main(sys.argv[1:]))
