@@ -14,7 +14,7 @@ lint: setup
 
 # The whole fault matrix (scripts/lab/faults.py; not in `make test`, which runs its cheap cells): ~5 min per cell
 faults: setup
-	@. scripts/env.sh && .venv/bin/python -m scripts.lab.faults $(if $(CELLS),--cells $(CELLS))
+	@. scripts/env.sh && .venv/bin/python -m scripts.lab.faults $(if $(CELLS),--cells $(CELLS)) $(if $(BESIDE),--beside)
 
 demo: setup
 	@. scripts/env.sh && bash scripts/setup/demo.sh

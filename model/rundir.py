@@ -11,7 +11,7 @@
             <task id>/                          submission.tar.gz, <task>.eval.json (untouched original),
                                                 <task>.eval.<n>.json (earlier attempts), score.json, evaluate.log,
                                                 ramp.json, receipts/<step>.json, result_index.jsonl, RUN_FAILED,
-                                                EXPORT_FAILED
+                                                EXPORT_FAILED, DATA_ROOT_FULL
 
     <traj root>/<profile>.<run id>/             CopyDir: the verified copy of a run that destroy leaves alone
         (the run directory's files), agents/<agent>/state.tar.gz, SHA256SUMS.json
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 CREATED_MARKER = ".agensh-profile"  # written when a profile's data directory is created; destroy deletes only those
 RUN_FAILED = "RUN_FAILED"
 EXPORT_FAILED = "EXPORT_FAILED"
-MARKERS = (RUN_FAILED, EXPORT_FAILED)
+DATA_ROOT_FULL = "DATA_ROOT_FULL"  # the data root was full while the team worked: what it could not push is lost
+MARKERS = (RUN_FAILED, EXPORT_FAILED, DATA_ROOT_FULL)
 LOCK_SUFFIX = ".lock"  # beside a receipt while its step runs
 
 

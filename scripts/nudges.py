@@ -11,8 +11,9 @@ A worker found stopped before the deadline (a host reboot: the guard stopped it,
 again, created stopped; or its agent exited) is started again for the time left, and the restart recorded: the
 finished wake step does not run again. So is a platform service found dead (Gitea, MariaDB, the proxy, the token
 service: killed, or crashed), since the team cannot work without it and nothing else would start it mid-task.
-The data root running low is said on the console (once per spell, and on the timeline): once it is full Gitea and
-MariaDB take no writes and the team cannot push, which a resumed run cannot undo (docs/faults.md, "Not survived").
+The data root running low is said on the console (once per spell, and on the timeline). Once it is full Gitea and
+MariaDB take no writes and the team cannot push, which no recovery undoes (docs/faults.md, "Not survived"): the task
+is marked DATA_ROOT_FULL, so it is scored incomplete, and the console says what to do.
 """
 
 from __future__ import annotations
@@ -26,20 +27,25 @@ from pathlib import Path
 
 from model import steps
 from model.records import Event, KickoffResult, Nudge, NudgesResult, Restart, WakeResult
-from model.rundir import RunDir
+from model.rundir import DATA_ROOT_FULL, RunDir
 from model.step_inputs import NudgesInputs
 from scripts.lib.activity import last_logged
 from scripts.lib.chat import post_to_team
-from scripts.lib.step import StepFailed, progress, step_main
+from scripts.lib.step import StepFailed, progress, step_main, write_marker
 from scripts.lib.workers import running, start_worker
 
 SERVICE_CHECK_S = 5  # how soon a dead platform service is started again (a `docker inspect` each)
 DATA_ROOT_LOW_BYTES = 2 * 10**9  # free space on the data root below which the console says so
+DATA_ROOT_FULL_BYTES = 16 * 2**20  # below this a push or a database write fails: the task is marked
 
 
-def low_space(path: Path, was_low: bool, now: float, events: list[Event]) -> bool:
-    """Whether the data root is below DATA_ROOT_LOW_BYTES free; said (and put on the timeline) when a spell begins."""
+def low_space(rd: RunDir, task_id: str, was_low: bool, now: float, events: list[Event]) -> bool:
+    """Whether the data root is below DATA_ROOT_LOW_BYTES free; said (and put on the timeline) when a spell begins.
+    Full, the task is marked once."""
+    path = rd.path
     free = shutil.disk_usage(path).free
+    if free < DATA_ROOT_FULL_BYTES and DATA_ROOT_FULL not in rd.markers(task_id):
+        mark_full(rd, task_id, free, now, events)
     low = free < DATA_ROOT_LOW_BYTES
     if low and not was_low:
         events.append(Event(kind="data_root_low", at=now, label=f"{free // 10**6} MB free"))
@@ -48,6 +54,22 @@ def low_space(path: Path, was_low: bool, now: float, events: list[Event]) -> boo
             "take no writes and the team cannot push: make room now"
         )
     return low
+
+
+def mark_full(rd: RunDir, task_id: str, free: int, now: float, events: list[Event]) -> None:
+    """The task marked DATA_ROOT_FULL (scored incomplete): the team's work since cannot be pushed, and a resumed run
+    cannot bring it back. A full filesystem still takes the marker's directory entry when its text finds no room."""
+    reason = f"the data root was full ({free // 2**20} MiB free) while the team worked: it could not push"
+    try:
+        write_marker(rd, task_id, DATA_ROOT_FULL, reason)
+    except OSError:
+        rd.marker(task_id, DATA_ROOT_FULL).touch()
+    events.append(Event(kind="data_root_full", at=now, label=f"{free // 2**20} MiB free"))
+    progress(
+        f"nudges: ERROR: the data root ({rd.path}) is full: Gitea and MariaDB take no writes and the team cannot "
+        f"push, so this task is marked {DATA_ROOT_FULL} and will be scored incomplete. Make room now; if this `up` "
+        "then fails, run `pulumi cancel` and the same `make up`"
+    )
 
 
 def restart_platform(platform: list[str], now: float, restarts: list[Restart]) -> None:
@@ -78,7 +100,7 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     while time.time() < kickoff.deadline_epoch:
         now = time.time()
         restart_platform(a.platform, now, restarts)
-        low = low_space(rd.path, low, now, alarms)
+        low = low_space(rd, a.task_id, low, now, alarms)
         if now < next_check:
             time.sleep(max(0.0, min(SERVICE_CHECK_S, next_check - now, kickoff.deadline_epoch - now)))
             continue

@@ -1,6 +1,6 @@
 """score: the task's score from ProgramBench's own helpers, refused as incomplete when anything is off.
 
-A score counts only when no RUN_FAILED / EXPORT_FAILED marker, no evaluator `error_code`, no
+A score counts only when no RUN_FAILED / EXPORT_FAILED / DATA_ROOT_FULL marker, no evaluator `error_code`, no
 `test_branch_errors` and no incomplete shutdown archive stand against it; otherwise `score` is null and
 `problems` says which (docs/requirements.md R37). The eval JSON is only read, never changed.
 """

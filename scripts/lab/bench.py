@@ -6,14 +6,14 @@ topology (`run_steps: false`; private image tags, `uncached: true`, so no shared
   `launch` is the two), `up` again (no changes) and `destroy`, with the peak memory of the `pulumi` process (first:
   its subnet was picked free just before), and the checkpoint after `up` (kB, and bytes per resource: the engine
   rewrites all of it after every step);
-- plain: the same images built with `docker build` and the same containers started with `docker` commands, in the
+- plain: the same images built with `docker build` and the same containers made with `docker` commands, in the
   same dependency order with the same parallelism (8) and the same waits: every container with a health check is
-  waited for until healthy, the one-shot bootstrap until it exited; then the check that all of it still runs
-  (re-up) and the removal;
+  waited for until healthy, the one-shot bootstrap until it exited, and the workers the wake step starts are only
+  created, as the components leave them; then the check that all of it is still there (re-up) and the removal;
 - compose (when `docker-compose` or `docker compose` is installed): the same containers from a generated Compose
   file (`depends_on` with the same conditions), using the plain side's images, waited for in the same way.
 Each side runs alone, on its own names and subnets; every network is `internal`; everything is removed at the end,
-also on failure. Sizes whose containers would not fit in this machine's memory are previewed only.
+also on failure. Sizes whose running containers would not fit in this machine's memory are previewed only.
 
     .venv/bin/python -m scripts.lab.bench                       # 2, 8, 32, 128 workers x 1 and 5 tasks
     .venv/bin/python -m scripts.lab.bench --workers 8 32 --tasks 1
@@ -236,6 +236,11 @@ class Layout:
     def __post_init__(self) -> None:
         self.containers = [(c, spec(self.p, c)) for c in topology.Layout.of(self.p).placements]
 
+    def running(self) -> list[str]:
+        """The containers `up` leaves running: not the one-shot bootstrap, not the workers created stopped for the
+        wake step (`woken`; the components pass `start: false`)."""
+        return [c.name for c, s in self.containers if not (s.one_shot or s.woken)]
+
     def deps(self, c: Placement) -> list[str]:
         """What a container waits for: a service its role's `after`; a team member every platform service."""
         platform = [x.name for x, _ in self.containers if not ROLES[x.role].per_task]
@@ -422,7 +427,7 @@ class Plain:
             run(["docker", "network", "connect", "--ip", ip, *aliases, self.nets[kind], c.name])
         if s.one_shot:  # the provider's `attach`: wait for it to exit
             run(["docker", "start", "-a", c.name])
-        else:
+        elif not s.woken:  # a woken worker stays created, as the components leave it
             run(["docker", "start", c.name])
             if waits_healthy(s):
                 wait_healthy(c.name)
@@ -528,14 +533,16 @@ class Compose:
     def up(self) -> float:
         t0 = time.monotonic()
         # Compose's own parallelism: docker-compose 1.29 hangs with a lower COMPOSE_PARALLEL_LIMIT and health waits
-        run([*self.cmd, "up", "-d"], timeout=COMPOSE_TIMEOUT_S)
+        run([*self.cmd, "up", "-d", *self.lay.running()], timeout=COMPOSE_TIMEOUT_S)
+        woken = [c.name for c, s in self.lay.containers if s.woken]  # created, not started; their services are up
+        run([*self.cmd, "up", "--no-start", "--no-deps", *woken], timeout=COMPOSE_TIMEOUT_S)
         waiting = [c.name for c, s in self.lay.containers if waits_healthy(s)]
         run_dag({n: ([], partial(wait_healthy, n)) for n in waiting})  # Compose returns once they are started
         return time.monotonic() - t0
 
     def reup(self) -> float:
         t0 = time.monotonic()
-        run([*self.cmd, "up", "-d", "--no-recreate"], timeout=COMPOSE_TIMEOUT_S)
+        run([*self.cmd, "up", "-d", "--no-recreate", *self.lay.running()], timeout=COMPOSE_TIMEOUT_S)
         return time.monotonic() - t0
 
     def down(self) -> float:
@@ -589,6 +596,12 @@ def remove_leftovers(lay: Layout, built: list[str]) -> None:
     )
 
 
+def failed(side: str, err: Exception) -> str:
+    """A side's failure: its first line for the table, all of it on stderr."""
+    print(f"bench: the {side} side failed:\n{err}", file=sys.stderr, flush=True)
+    return f"{side}: {str(err).splitlines()[0]}"
+
+
 def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str, Any]:
     result: dict[str, Any] = {"workers": workers, "tasks": ntasks}
     with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
@@ -600,20 +613,21 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
             checkout = made.proj / "stacks" / "demo"
             lay = layout(config, checkout)
             result["containers"] = len(lay.containers)
+            running = len(lay.running())  # a container created stopped holds no memory
             fits = (
-                len(lay.containers) <= UNMEASURED_MAX
+                running <= UNMEASURED_MAX
                 if per_container_mb is None
-                else per_container_mb * len(lay.containers) < MEMORY_SHARE * available_mb()
+                else per_container_mb * running < MEMORY_SHARE * available_mb()
             )
             try:
                 tag_cleanrooms(lay)
                 result |= made.preview()
                 if not fits:
                     result["skipped"] = (
-                        f"up: {len(lay.containers)} containers x {per_container_mb:.0f} MB > "
+                        f"up: {running} running containers x {per_container_mb:.0f} MB > "
                         f"{MEMORY_SHARE:.0%} of {available_mb()} MB available"
                         if per_container_mb
-                        else f"up: {len(lay.containers)} containers before any size measured their memory"
+                        else f"up: {running} running containers before any size measured their memory"
                     )
                     return result
 
@@ -625,7 +639,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                     result["launch"] = result["preview"] + result["up"]
                     result["reup"], _, _ = made.timed("up", "--yes", "--skip-preview")
                 except RuntimeError as e:  # a side that fails is reported; the others still run
-                    failures.append(f"pulumi: {str(e).splitlines()[0]}")
+                    failures.append(failed("pulumi", e))
                 finally:
                     result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
 
@@ -643,7 +657,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                     result["plain_reup"] = plain.reup()
                     result["per_container_mb"] = container_memory_mb("plain")
                 except RuntimeError as e:
-                    failures.append(f"plain: {str(e).splitlines()[0]}")
+                    failures.append(failed("plain", e))
                 finally:
                     result["plain_down"] = plain.down()
                 cmd = compose_command()
@@ -657,7 +671,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                         result["compose_up"] = compose.up()
                         result["compose_reup"] = compose.reup()
                     except (RuntimeError, subprocess.TimeoutExpired) as e:
-                        failures.append(f"compose: {str(e).splitlines()[0]}")
+                        failures.append(failed("compose", e))
                     finally:
                         result["compose_down"] = compose.down()
                 if failures:

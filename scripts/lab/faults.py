@@ -11,6 +11,8 @@ as `make up` launches it (scripts/host/launch.sh: the preview with the policy pa
   and `pulumi destroy` then leaves nothing of the profile behind;
 - **refused** when the recovery stops with a clear message and nothing was lost (the run's data and copies intact,
   destroy still refusing while a result is not copied);
+- **marked** when the fault cannot be survived and the run says so: the task holds the fault's marker (so it is
+  scored incomplete, and counted failed), and all else holds as above;
 - **LOST** otherwise, saying what.
 It prints the matrix with each cell's time to recover and writes it as JSON (default `.test-artifacts/faults.json`).
 The cheap cells also run in `make test` (tests/integration/test_faults.py).
@@ -36,7 +38,7 @@ from typing import Any
 
 from model import contract, steps
 from model.records import read_index
-from model.rundir import RunDir
+from model.rundir import DATA_ROOT_FULL, RunDir
 from scripts.lab import docker_disk
 from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import demo_images
@@ -60,10 +62,30 @@ class Outcome:
     containers: int
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """What a profile has on the host, by identity: the faults of another profile must change none of it."""
+
+    containers: dict[str, tuple[str, str, str, str]]  # name -> (id, status, started at, image id)
+    networks: tuple[str, ...]  # ids
+    tags: dict[str, str]  # the image tag each container was made from -> the image it names now
+
+    def changes(self, later: Footprint) -> list[str]:
+        return [
+            f"{what} {k}: {mine.get(k)} -> {theirs.get(k)}"
+            for what, mine, theirs in (
+                ("container", self.containers, later.containers),
+                ("image tag", self.tags, later.tags),
+            )
+            for k in sorted(mine.keys() | theirs.keys())
+            if mine.get(k) != theirs.get(k)
+        ] + ([f"networks: {self.networks} -> {later.networks}"] if self.networks != later.networks else [])
+
+
 @dataclass
 class Verdict:
     cell: str
-    verdict: str  # held | refused | LOST
+    verdict: str  # held | refused | marked | LOST
     detail: str = ""
     recover_s: float = 0.0
     total_s: float = 0.0
@@ -199,6 +221,30 @@ class Sandbox:
             for k, cmd in kinds.items()
         }
 
+    def footprint(self) -> Footprint:
+        ids = self.labelled()
+        info = (
+            json.loads(
+                subprocess.run(["docker", "inspect", *ids["containers"]], capture_output=True, text=True).stdout or "[]"
+            )
+            if ids["containers"]
+            else []
+        )
+        tags = sorted({c["Config"]["Image"] for c in info})
+        now = (
+            json.loads(
+                subprocess.run(["docker", "image", "inspect", *tags], capture_output=True, text=True).stdout or "[]"
+            )
+            if tags
+            else []
+        )
+        named = {t: i["Id"] for i in now for t in i.get("RepoTags", []) if t in tags}
+        return Footprint(
+            containers={c["Name"]: (c["Id"], c["State"]["Status"], c["State"]["StartedAt"], c["Image"]) for c in info},
+            networks=tuple(sorted(ids["networks"])),
+            tags={t: named.get(t, "") for t in tags},
+        )
+
     def leftovers(self) -> list[str]:
         """Step programs of this project still running after its `up` ended."""
         out = subprocess.run(["pgrep", "-af", f"{self.proj}"], capture_output=True, text=True).stdout.splitlines()
@@ -247,6 +293,7 @@ class Fault:
     inject: Callable[[Sandbox, subprocess.Popen[str]], None]
     recover: Callable[[Sandbox], list[str]]  # the extra arguments of the recovering `pulumi up` (after its prelude)
     prelude: Callable[[Sandbox], None] = lambda s: None  # what the documented recovery does before `up`
+    marks: str | None = None  # the marker a run carries where this fault cannot be survived
 
 
 def sigkill(s: Sandbox, proc: subprocess.Popen[str]) -> None:
@@ -335,6 +382,27 @@ def kill_evaluator(s: Sandbox, proc: subprocess.Popen[str]) -> None:
     subprocess.run(["pkill", "-KILL", "-P", pid], capture_output=True)
 
 
+OOM_HOG = "head -c 4G /dev/zero | tail"  # tail keeps the one endless line: memory grows until the ceiling
+
+
+def oom(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+    """A worker's agent killed by the worker's memory ceiling. The kernel kills the process it rates worst in the
+    container, so the harness (root, on the host) makes worker 1's Copilot CLI that one (`oom_score_adj` 1000), then
+    fills the worker's memory from inside it (a process of the worker's user, charged to the worker's cgroup) until
+    the ceiling is hit. Refused as a harness error unless the CLI was indeed killed by it."""
+    worker = contract.member_name(s.profile, TASK, "worker", 1)
+    top = subprocess.run(["docker", "top", worker, "-eo", "pid,args"], capture_output=True, text=True, check=True)
+    cli = [line.split(None, 1)[0] for line in top.stdout.splitlines()[1:] if "--acp" in line and "copilot" in line]
+    if not cli:
+        raise RuntimeError(f"no Copilot CLI in {worker}:\n{top.stdout}")
+    for pid in cli:
+        Path(f"/proc/{pid}/oom_score_adj").write_text("1000")
+    hog = ["docker", "exec", "-u", contract.WORKER_USER, worker, "sh", "-c", OOM_HOG]
+    subprocess.run(hog, capture_output=True, timeout=120)
+    if any(Path(f"/proc/{pid}").exists() for pid in cli):
+        raise RuntimeError(f"the memory ceiling of {worker} did not kill its Copilot CLI")
+
+
 def cancel(s: Sandbox) -> None:
     s.run("pulumi", "cancel", "--yes", "--non-interactive", "-s", s.profile, check=False)
 
@@ -350,7 +418,8 @@ FAULTS = {
     "model-error": Fault("model-error", model_fault("error"), lambda s: []),
     "model-cut": Fault("model-cut", model_fault("cut"), lambda s: []),
     "model-hang": Fault("model-hang", model_fault("hang"), lambda s: []),
-    "disk-full": Fault("disk-full", fill_disk, lambda s: [], free_disk),
+    "disk-full": Fault("disk-full", fill_disk, lambda s: [], free_disk, marks=DATA_ROOT_FULL),
+    "oom": Fault("oom", oom, lambda s: []),
     "eval-dies": Fault("eval-dies", kill_evaluator, lambda s: ["--config", "agensh:eval_attempt=2"], cancel),
 }
 # where a fault hits: the launch's preview (nothing exists yet), or a step that has begun (its program holds its lock)
@@ -383,6 +452,7 @@ CELLS = [
     "model-error@kickoff",
     "model-cut@kickoff",
     "model-hang@kickoff",
+    "oom@export",
     "disk-full@export",
     "disk-full@shutdown",
     "disk-full@preserve-task",
@@ -436,16 +506,29 @@ def compare(clean: Outcome, got: Outcome) -> list[str]:
     ]
 
 
-def run_cell(cell: str, clean: Outcome, keep: Path | None = None) -> Verdict:
+MARKED_DIFFERS = {"score", "complete", "completed", "failed"}  # what a marked task changes: it counts incomplete
+
+
+def judge(differs: list[str], problems: list[str], marked: list[str]) -> tuple[str, str]:
+    """The verdict and its detail, from what differs from the clean run, what else went wrong, and the reasons of the
+    markers of the faults that cannot be survived found on the task."""
+    if marked and not problems and {d.split(":")[0] for d in differs} <= MARKED_DIFFERS:
+        return "marked", f"scored incomplete: {'; '.join(marked)}"
+    return ("LOST" if differs + problems else "held"), "; ".join(differs + problems)
+
+
+def run_cell(cell: str, clean: Outcome, keep: Path | None = None, beside: Sandbox | None = None) -> Verdict:
     """One cell of the matrix: a run with one fault."""
-    return run_sequence([cell], clean, keep)
+    return run_sequence([cell], clean, keep, beside)
 
 
-def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> Verdict:
+def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None, beside: Sandbox | None = None) -> Verdict:
     """Faults in one run, in order (each at its moment, each recovered before the next), judged against the clean
-    run: one for a cell of the matrix, several where `make test` affords only a few runs."""
+    run: one for a cell of the matrix, several where `make test` affords only a few runs. `beside`: another profile
+    up on the host meanwhile, which must see no change at all."""
     name = "+".join(cells)
     t0 = time.time()
+    before = beside.footprint() if beside else None
     recovered_at: float | None = None  # when the first documented recovery began: it runs until the run's end
     with sandbox(
         cells[0] if len(cells) == 1 else "seq", keep, small_disk=any(c.startswith("disk-full@") for c in cells)
@@ -475,12 +558,17 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None) -> 
             return Verdict(
                 name, "refused" if s.rd.path.exists() else "LOST", s.last_log(6), recover_s, time.time() - t0
             )
-        problems = compare(clean, s.outcome()) + [f"left running: {p}" for p in s.leftovers()]
+        differs = compare(clean, s.outcome())
+        marks = {FAULTS[c.split("@")[0]].marks for c in cells}
+        why = [s.rd.marker(TASK, m).read_text().strip() or m for m in s.rd.markers(TASK) if m in marks]
+        problems = [f"left running: {p}" for p in s.leftovers()]
         left = s.destroy()
         problems += [left] if left else []
+        if beside and before:
+            problems += [f"beside: {c}" for c in before.changes(beside.footprint())]
         if not (s.traj / f"{s.profile}.{RUN_ID}" / TASK / "score.json").exists():
             problems.append("the run's copy has no score.json")
-        return Verdict(name, "LOST" if problems else "held", "; ".join(problems), recover_s, time.time() - t0)
+        return Verdict(name, *judge(differs, problems, why), recover_s, time.time() - t0)
 
 
 def print_matrix(verdicts: list[Verdict], took: float) -> None:
@@ -488,11 +576,8 @@ def print_matrix(verdicts: list[Verdict], took: float) -> None:
     for v in verdicts:
         first = v.detail.splitlines()[0][:110] if v.detail else ""
         print(f"{v.cell:<{width}}  {v.verdict:<8} recover {v.recover_s:6.0f} s  cell {v.total_s:5.0f} s  {first}")
-    counts = {k: sum(v.verdict == k for v in verdicts) for k in ("held", "refused", "LOST")}
-    print(
-        f"{len(verdicts)} cells: {counts['held']} held, {counts['refused']} refused, {counts['LOST']} LOST; "
-        f"{took / 60:.1f} min"
-    )
+    counts = {k: sum(v.verdict == k for v in verdicts) for k in ("held", "refused", "marked", "LOST")}
+    print(f"{len(verdicts)} cells: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + f"; {took / 60:.1f} min")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -502,6 +587,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the cells and exit")
     parser.add_argument("--json", type=Path, default=ROOT / ".test-artifacts" / "faults.json")
     parser.add_argument("--clean-from", type=Path, help="the clean outcome of an earlier result file (no clean run)")
+    parser.add_argument(
+        "--beside", action="store_true", help="with another profile up throughout, which must see no change"
+    )
     args = parser.parse_args(argv)
     cells = CHEAP if args.cheap else args.cells
     if args.list:
@@ -516,10 +604,15 @@ def main(argv: list[str] | None = None) -> int:
     if short:
         parser.exit(2, f"faults: {short}\n")
     with docker_disk.build_cache_kept():
-        return run_matrix(cells, args.json, args.clean_from)
+        if not args.beside:
+            return run_matrix(cells, args.json, args.clean_from)
+        with sandbox("beside", run_steps=False) as other:  # the demo's services and team, no steps
+            if finish(other, other.up()) != 0:
+                parser.exit(1, f"faults: the profile beside did not come up:\n{other.last_log(20)}\n")
+            return run_matrix(cells, args.json, args.clean_from, other)
 
 
-def run_matrix(cells: list[str], out: Path, clean_from: Path | None) -> int:
+def run_matrix(cells: list[str], out: Path, clean_from: Path | None, beside: Sandbox | None = None) -> int:
     """The clean run (or the clean outcome of `clean_from`), then every cell; prints the matrix and writes `out`."""
     t0 = time.time()
     logs = out.parent / "faults-logs"
@@ -531,7 +624,7 @@ def run_matrix(cells: list[str], out: Path, clean_from: Path | None) -> int:
     verdicts = []
     for cell in cells:
         try:
-            v = run_cell(cell, clean, logs)
+            v = run_cell(cell, clean, logs, beside)
         except RuntimeError as err:  # the harness could not place its fault: say so, never count it as held
             v = Verdict(cell, "LOST", f"harness: {err}")
         verdicts.append(v)
@@ -547,6 +640,7 @@ def run_matrix(cells: list[str], out: Path, clean_from: Path | None) -> int:
             {
                 "date": time.strftime("%Y-%m-%d"),
                 "took_s": round(took),
+                "beside": beside.profile if beside else None,
                 "clean": asdict(clean),
                 "cells": [asdict(v) for v in verdicts],
             },

@@ -65,6 +65,7 @@ KINDS: dict[str, Kind] = {
     "evaluation": Kind("evaluation", "evaluation", "#1b9e77"),
     "step_failed": Kind("step failed", "other", "#a50f15", "X"),
     "data_root_low": Kind("data root low", "other", "#a50f15", "P", rule=True),
+    "data_root_full": Kind("data root full", "other", "#a50f15", "X", rule=True),
 }
 
 

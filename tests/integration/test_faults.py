@@ -41,13 +41,6 @@ def up(s: faults.Sandbox, *extra: str) -> None:
     assert faults.finish(s, proc) == 0, s.last_log(30)
 
 
-def containers(s: faults.Sandbox) -> dict[str, tuple[str, str]]:
-    """Each container of the profile: (its id, its state)."""
-    ids = s.labelled()["containers"]
-    info = json.loads(subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True).stdout or "[]")
-    return {c["Name"]: (c["Id"], c["State"]["Status"]) for c in info}
-
-
 def test_a_second_up_plans_no_change(bare):
     """Routers and workers carry a memory ceiling; the one Docker fills in (swap) is given, so nothing differs."""
     s = bare("again")
@@ -68,32 +61,24 @@ def test_destroy_beside_another_profile_leaves_it_untouched(bare):
     a, b = bare("keep"), bare("gone")
     up(a)
     up(b)
-    before, used = containers(a), images_run(a)
+    before = a.footprint()
+    assert len(before.containers) == 11 and before.tags  # the demo's bare topology, all of it made
     assert b.destroy() == ""
-    assert containers(a) == before
-    present = set(subprocess.run(["docker", "images", "-q"], capture_output=True, text=True).stdout.split())
-    assert used <= present
+    assert before.changes(a.footprint()) == []  # the same containers (ids, states, starts), networks, image tags
     plan = a.preview("--expect-no-changes")
     assert plan.returncode == 0, plan.stdout[-2000:]
 
 
-def images_run(s: faults.Sandbox) -> set[str]:
-    """The (short) ids of the images a sandbox's containers run."""
-    info = json.loads(
-        subprocess.run(["docker", "inspect", *s.labelled()["containers"]], capture_output=True, text=True).stdout
-        or "[]"
-    )
-    return {c["Image"].removeprefix("sha256:")[:12] for c in info}
-
-
-def test_kills_at_preview_seed_shutdown_and_evaluation_and_a_hanging_model(pulumi_engine: str, base_image: str):
+def test_kills_at_preview_seed_shutdown_and_evaluation_and_a_hanging_model(bare):
     """One run meets, in order: its whole launch session killed while the launch's preview declares the stack and
     again while the seed step works, the model hanging on every agent's next request after the kickoff, the session
     killed while the shutdown seals the archives and again while the evaluator runs; each time `pulumi cancel` and
     the same launch again. It scores what a clean run scores, with the same counts, verified copies, and nothing left
-    behind."""
+    behind; and another profile up beside it all the while sees no change (containers, networks, image tags)."""
+    other = bare("beside")
+    up(other)
     cells = ["sigkill@preview", "sigkill@seed", "model-hang@kickoff", "sigkill@shutdown", "sigkill@evaluate"]
-    verdict = faults.run_sequence(cells, CLEAN)
+    verdict = faults.run_sequence(cells, CLEAN, beside=other)
     assert verdict.verdict == "held", verdict
 
 

@@ -11,9 +11,10 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from model.records import Receipt, Wake, WakeResult
-from model.rundir import RunDir
+from model.rundir import DATA_ROOT_FULL, RunDir
 from model.step_inputs import NudgesInputs
 from scripts import nudges
+from scripts.lib.scoring import problems_of
 from scripts.lib.step import now, write_atomic
 from scripts.setup.calculator import BASE_IMAGE
 from tests.scripts.conftest import kicked_off
@@ -160,11 +161,38 @@ def test_a_data_root_running_low_is_said_once_per_spell(tmp_path: Path, monkeypa
     monkeypatch.setattr(nudges.shutil, "disk_usage", lambda path: type("Usage", (), {"free": next(free)})())
     events: list = []
     low = False
+    rd = RunDir(tmp_path)
     for at in range(5):
-        low = nudges.low_space(tmp_path, low, float(at), events)
+        low = nudges.low_space(rd, "t", low, float(at), events)
     assert [(e.kind, e.at, e.label) for e in events] == [
         ("data_root_low", 1.0, "100 MB free"),
         ("data_root_low", 4.0, "100 MB free"),
     ]
     said = capsys.readouterr().err
     assert said.count("WARNING: the data root") == 2 and "make room now" in said
+    assert rd.markers("t") == []  # low is not full: nothing is marked
+
+
+def test_a_full_data_root_marks_the_task_once_and_it_scores_incomplete(tmp_path: Path, monkeypatch, capsys):
+    """Full while the team works, the task is marked DATA_ROOT_FULL (once, with why) and the completeness rule counts
+    it incomplete; the marker survives the watchdog's own successful retry."""
+    free = iter([10**8, 2**20, 0, 10**8])
+    monkeypatch.setattr(nudges.shutil, "disk_usage", lambda path: type("Usage", (), {"free": next(free)})())
+    rd, events, low = RunDir(tmp_path), [], False
+    for at in range(4):
+        low = nudges.low_space(rd, "t", low, float(at), events)
+    assert [(e.kind, e.at) for e in events] == [("data_root_low", 0.0), ("data_root_full", 1.0)]
+    assert rd.markers("t") == [DATA_ROOT_FULL]
+    assert "while the team worked: it could not push" in rd.marker("t", DATA_ROOT_FULL).read_text()
+    said = capsys.readouterr().err
+    assert said.count(f"is marked {DATA_ROOT_FULL}") == 1 and "`pulumi cancel` and the same `make up`" in said
+    assert f"{DATA_ROOT_FULL} marker present" in problems_of(rd, "t", None)
+
+
+def test_a_full_data_root_with_no_room_for_the_reason_still_marks(tmp_path: Path, monkeypatch):
+    """When not even the marker's text fits, its empty file still stands against the score."""
+    monkeypatch.setattr(nudges, "write_marker", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left")))
+    rd = RunDir(tmp_path)
+    (tmp_path / "t").mkdir()
+    nudges.mark_full(rd, "t", 0, 1.0, [])
+    assert rd.markers("t") == [DATA_ROOT_FULL] and rd.marker("t", DATA_ROOT_FULL).read_text() == ""
