@@ -223,22 +223,9 @@ class Sandbox:
 
     def footprint(self) -> Footprint:
         ids = self.labelled()
-        info = (
-            json.loads(
-                subprocess.run(["docker", "inspect", *ids["containers"]], capture_output=True, text=True).stdout or "[]"
-            )
-            if ids["containers"]
-            else []
-        )
+        info = inspect("container", ids["containers"])
         tags = sorted({c["Config"]["Image"] for c in info})
-        now = (
-            json.loads(
-                subprocess.run(["docker", "image", "inspect", *tags], capture_output=True, text=True).stdout or "[]"
-            )
-            if tags
-            else []
-        )
-        named = {t: i["Id"] for i in now for t in i.get("RepoTags", []) if t in tags}
+        named = {t: i["Id"] for i in inspect("image", tags) for t in i.get("RepoTags", []) if t in tags}
         return Footprint(
             containers={c["Name"]: (c["Id"], c["State"]["Status"], c["State"]["StartedAt"], c["Image"]) for c in info},
             networks=tuple(sorted(ids["networks"])),
@@ -276,6 +263,12 @@ class Sandbox:
             text=True,
         ).stdout.split()
         subprocess.run(["docker", "rmi", "-f", *images, self.mattermost, self.standin], capture_output=True)
+
+
+def inspect(kind: str, names: list[str]) -> list[dict[str, Any]]:
+    """`docker <kind> inspect` of these objects ([] for none; one missing leaves the rest)."""
+    out = subprocess.run(["docker", kind, "inspect", *names], capture_output=True, text=True).stdout if names else ""
+    return list(json.loads(out or "[]"))
 
 
 def finish(s: Sandbox, proc: subprocess.Popen[str]) -> int:
