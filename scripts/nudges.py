@@ -42,16 +42,15 @@ DATA_ROOT_FULL_BYTES = 16 * 2**20  # below this a push or a database write fails
 def low_space(rd: RunDir, task_id: str, was_low: bool, now: float, events: list[Event]) -> bool:
     """Whether the data root is below DATA_ROOT_LOW_BYTES free; said (and put on the timeline) when a spell begins.
     Full, the task is marked once."""
-    path = rd.path
-    free = shutil.disk_usage(path).free
+    free = shutil.disk_usage(rd.path).free
     if free < DATA_ROOT_FULL_BYTES and DATA_ROOT_FULL not in rd.markers(task_id):
         mark_full(rd, task_id, free, now, events)
     low = free < DATA_ROOT_LOW_BYTES
     if low and not was_low:
         events.append(Event(kind="data_root_low", at=now, label=f"{free // 10**6} MB free"))
         progress(
-            f"nudges: WARNING: the data root ({path}) has {free / 1e6:.0f} MB free; when it is full Gitea and MariaDB "
-            "take no writes and the team cannot push: make room now"
+            f"nudges: WARNING: the data root ({rd.path}) has {free / 1e6:.0f} MB free; when it is full Gitea and "
+            "MariaDB take no writes and the team cannot push: make room now"
         )
     return low
 

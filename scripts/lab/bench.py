@@ -237,9 +237,12 @@ class Layout:
         self.containers = [(c, spec(self.p, c)) for c in topology.Layout.of(self.p).placements]
 
     def running(self) -> list[str]:
-        """The containers `up` leaves running: not the one-shot bootstrap, not the workers created stopped for the
-        wake step (`woken`; the components pass `start: false`)."""
+        """The containers `up` leaves running: not the one-shot bootstrap, not the woken workers."""
         return [c.name for c, s in self.containers if not (s.one_shot or s.woken)]
+
+    def woken(self) -> list[str]:
+        """The workers created stopped for the wake step (the components pass `start: false`)."""
+        return [c.name for c, s in self.containers if s.woken]
 
     def deps(self, c: Placement) -> list[str]:
         """What a container waits for: a service its role's `after`; a team member every platform service."""
@@ -534,8 +537,8 @@ class Compose:
         t0 = time.monotonic()
         # Compose's own parallelism: docker-compose 1.29 hangs with a lower COMPOSE_PARALLEL_LIMIT and health waits
         run([*self.cmd, "up", "-d", *self.lay.running()], timeout=COMPOSE_TIMEOUT_S)
-        woken = [c.name for c, s in self.lay.containers if s.woken]  # created, not started; their services are up
-        run([*self.cmd, "up", "--no-start", "--no-deps", *woken], timeout=COMPOSE_TIMEOUT_S)
+        # the woken workers created, not started (what they depend on is up by now)
+        run([*self.cmd, "up", "--no-start", "--no-deps", *self.lay.woken()], timeout=COMPOSE_TIMEOUT_S)
         waiting = [c.name for c, s in self.lay.containers if waits_healthy(s)]
         run_dag({n: ([], partial(wait_healthy, n)) for n in waiting})  # Compose returns once they are started
         return time.monotonic() - t0
