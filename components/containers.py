@@ -9,6 +9,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_docker as docker
 
+from model.contract import READY_TIMEOUT_S
 from model.profile import Profile
 from model.roles import ROLES, ServiceSpec, spec
 from model.topology import Placement
@@ -30,7 +31,11 @@ class Health(TypedDict):
 
 
 HEALTH = Health(interval="5s", timeout="3s", retries=30, start_period="5s")
-WAIT_TIMEOUT_S = 180
+WATCHED = Health(interval="30s", timeout="3s", retries=3, start_period="5s")  # ServiceSpec.ready_at_wake
+
+
+def health_of(s: ServiceSpec) -> Health:
+    return WATCHED if s.ready_at_wake else HEALTH
 
 
 # How an engine declares one container of the topology (Platform and Team call it with what it waits for): a
@@ -97,8 +102,7 @@ def container(
         docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip, aliases=c.aliases(kind))
         for kind, ip in c.addresses.items()
     ]
-    health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **HEALTH) if s.healthcheck else None
-    waits = bool(s.healthcheck) and not s.one_shot
+    health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **health_of(s)) if s.healthcheck else None
     return Container(
         resource_name,
         docker.ContainerArgs(
@@ -131,8 +135,8 @@ def container(
             healthcheck=health,
             # Only what differs from the provider's defaults (start, must_run; no wait, attach, logs or restart): every
             # input given costs the provider's Check and Create again per container (docs/performance.md).
-            wait=True if waits else None,
-            wait_timeout=WAIT_TIMEOUT_S if waits else None,
+            wait=True if s.waited else None,
+            wait_timeout=READY_TIMEOUT_S if s.waited else None,
             must_run=False if s.one_shot or s.stopped_on_purpose else None,
             start=False if s.woken else None,
             attach=True if s.one_shot else None,

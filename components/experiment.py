@@ -21,7 +21,7 @@ import pulumi
 from model import contract, records, steps
 from model import step_inputs as si
 from model.profile import Profile
-from model.roles import ROLES, operator_url, spec
+from model.roles import ROLES, operator_url, ready_url, spec
 from model.rundir import CopyDir, ProfileDir, RunDir
 from model.topology import Layout
 
@@ -283,6 +283,15 @@ class Experiment(pulumi.ComponentResource):
             for agent in (contract.agent_id(task, c.index or 0) for c in self.layout.members(task, "worker"))
         }
 
+    def _ready(self, task: str) -> dict[str, str]:
+        """Each worker whose router the wake step waits for, and where that router answers."""
+        routers = {c.index: c for c in self.layout.members(task, "router")}
+        return {
+            w.name: ready_url(self.p, routers[w.index])
+            for w in self.layout.members(task, "worker")
+            if w.index in routers and spec(self.p, routers[w.index]).ready_at_wake
+        }
+
     def _gitea(self, task: str) -> dict[str, str]:
         return {
             "gitea_url": operator_url(self.p, "gitea"),
@@ -319,7 +328,12 @@ class Experiment(pulumi.ComponentResource):
         wake = Step(
             f"{name}-{slug}",
             steps.WAKE,
-            si.WakeInputs(**base, workers=dict(zip(archives, p.task_budget.worker_offsets)), services=swarm),
+            si.WakeInputs(
+                **base,
+                workers=dict(zip(archives, p.task_budget.worker_offsets)),
+                services=swarm,
+                ready=self._ready(task),
+            ),
             self.opts(team),
             env=self.docker_env,
         )

@@ -33,7 +33,7 @@ from model.roles import ROLES, SCRIPTS, Mount, ServiceSpec, spec
 from model.rundir import ProfileDir
 from model.topology import Layout, Placement
 
-from .containers import HEALTH, after_image, env_list, secret_entries, secret_value
+from .containers import after_image, env_list, health_of, secret_entries, secret_value
 from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels, docker_networks
@@ -312,7 +312,7 @@ class Swarm(pulumi.ComponentResource):
         ]
         labels = {**c.labels, contract.NODE_LABEL: node.name}
         health = (
-            docker.ServiceTaskSpecContainerSpecHealthcheckArgs(tests=list(s.healthcheck), **HEALTH)
+            docker.ServiceTaskSpecContainerSpecHealthcheckArgs(tests=list(s.healthcheck), **health_of(s))
             if s.healthcheck
             else None
         )

@@ -191,6 +191,7 @@ GIB_MB = 1024
 WORKER_MEMORY_MAX_GIB = 64
 ROUTER_MEMORY_MAX_GIB = 8
 CONNECTIONS_PER_ROUTER = 4
+READY_TIMEOUT_S = 180  # how long a container may take to pass its health check (at creation, or at its worker's wake)
 MYSQL_DEFAULT_MAX_CONNECTIONS = 151  # MySQL's own default when no --max-connections is given
 MM_DEFAULT_MAX_USERS = 200  # Mattermost's default MM_TEAMSETTINGS_MAXUSERSPERTEAM
 ADDRESS_RESERVE = 3  # network address, gateway, broadcast

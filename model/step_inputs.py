@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from model.contract import READY_TIMEOUT_S
+
 
 class Inputs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -78,6 +80,9 @@ class SeedInputs(GiteaInputs):
 class WakeInputs(TaskInputs):
     workers: dict[str, float]  # container name -> seconds after the ramp's start, in wake order
     services: bool = False  # swarm: the workers are services created with 0 replicas; waking scales one to 1
+    # container name -> where its router answers once up (model/roles.ready_url); a worker starts only after that
+    ready: dict[str, str] = {}
+    ready_timeout_s: float = READY_TIMEOUT_S
 
 
 class MattermostInputs(TaskInputs):

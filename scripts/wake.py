@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,6 +24,19 @@ from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import WakeInputs
 from scripts.lib.step import StepFailed, load_inputs, progress, run_step, write_atomic
 from scripts.lib.workers import running, start_worker
+
+
+def wait_ready(url: str, timeout_s: float, what: str) -> None:
+    """Until `url` answers 2xx (a router's health endpoint), once a second; a clear failure after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=3):
+                return
+        except (OSError, ValueError) as e:  # refused, reset, timed out, or an HTTP error status
+            if time.monotonic() > deadline:
+                raise StepFailed(f"{what} did not answer at {url} within {timeout_s:.0f} s ({e})") from None
+        time.sleep(1.0)
 
 
 def wake(a: WakeInputs) -> WakeResult:
@@ -42,6 +56,8 @@ def wake(a: WakeInputs) -> WakeResult:
             continue
         if (left := due - time.time()) > 0:
             time.sleep(left)
+        if name in a.ready:
+            wait_ready(a.ready[name], a.ready_timeout_s, f"worker {k}'s router")
         out = start_worker(name, a.services)
         if out.returncode:
             raise StepFailed(f"could not start {name}: {out.stderr.strip()}", woken=len(wakes))

@@ -52,7 +52,7 @@ from typing import Any
 
 import yaml
 
-from components.containers import HEALTH, WAIT_TIMEOUT_S
+from components.containers import health_of
 from model import contract, topology
 from model.catalog import tasks as catalog
 from model.profile import Profile, parse_profile
@@ -135,6 +135,16 @@ class PeakRss:
         return self.peak_kb // 1024
 
 
+def diagnostics(output: str, limit: int = 6000) -> str:
+    """What a failed `pulumi` command said went wrong: its Diagnostics section (the errors, before the outputs and the
+    summary that end the console), else the end of the output."""
+    start = output.find("\nDiagnostics:")
+    if start < 0:
+        return output[-limit:]
+    end = min((i for i in (output.find(m, start) for m in ("\nOutputs:", "\nResources:")) if i > 0), default=None)
+    return output[start:end][:limit]
+
+
 def timed_pulumi(cmd: list[str], **kw: Any) -> tuple[float, int, str]:
     """Seconds, peak MB of `pulumi` and the output of one command."""
     t0 = time.monotonic()
@@ -143,7 +153,7 @@ def timed_pulumi(cmd: list[str], **kw: Any) -> tuple[float, int, str]:
     output, _ = proc.communicate()
     mb = peak.stop()
     if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd[:5])} failed:\n{output[-3000:]}")
+        raise RuntimeError(f"{' '.join(cmd[:5])} failed:\n{diagnostics(output)}")
     return time.monotonic() - t0, mb, output
 
 
@@ -342,15 +352,11 @@ def health_status(name: str) -> str:
 
 def wait_healthy(name: str) -> None:
     """As the docker provider's `wait`: inspect once a second until the health check passes (or the same timeout)."""
-    deadline = time.monotonic() + WAIT_TIMEOUT_S
+    deadline = time.monotonic() + contract.READY_TIMEOUT_S
     while (status := health_status(name)) != "healthy":
         if status == "unhealthy" or time.monotonic() > deadline:
             raise RuntimeError(f"{name} is {status or 'not healthy'}")
         time.sleep(1.0)
-
-
-def waits_healthy(s: ServiceSpec) -> bool:
-    return bool(s.healthcheck) and not s.one_shot  # the container component's `wait`
 
 
 # --- plain docker ---------------------------------------------------------------------------------------------
@@ -408,17 +414,18 @@ class Plain:
             args += ["--user", s.user]
         if s.healthcheck:
             kind, *test = s.healthcheck
+            health = health_of(s)
             args += [
                 "--health-cmd",
                 " ".join(test),  # the CLI takes a shell command
                 "--health-interval",
-                str(HEALTH["interval"]),
+                str(health["interval"]),
                 "--health-timeout",
-                str(HEALTH["timeout"]),
+                str(health["timeout"]),
                 "--health-retries",
-                str(HEALTH["retries"]),
+                str(health["retries"]),
                 "--health-start-period",
-                str(HEALTH["start_period"]),
+                str(health["start_period"]),
             ]
         if s.entrypoint:
             args += ["--entrypoint", s.entrypoint[0]]
@@ -432,7 +439,7 @@ class Plain:
             run(["docker", "start", "-a", c.name])
         elif not s.woken:  # a woken worker stays created, as the components leave it
             run(["docker", "start", c.name])
-            if waits_healthy(s):
+            if s.waited:
                 wait_healthy(c.name)
 
     def up(self) -> float:
@@ -511,7 +518,7 @@ class Compose:
             if s.command:
                 svc["command"] = list(s.command)
             if s.healthcheck:
-                svc["healthcheck"] = {"test": list(s.healthcheck), **HEALTH}
+                svc["healthcheck"] = {"test": list(s.healthcheck), **health_of(s)}
             deps = lay.deps(c)
             if deps:
                 svc["depends_on"] = {
@@ -519,7 +526,7 @@ class Compose:
                         "condition": "service_completed_successfully"
                         if specs[d].one_shot
                         else "service_healthy"
-                        if waits_healthy(specs[d])
+                        if specs[d].waited
                         else "service_started"
                     }
                     for d in deps
@@ -539,7 +546,7 @@ class Compose:
         run([*self.cmd, "up", "-d", *self.lay.running()], timeout=COMPOSE_TIMEOUT_S)
         # the woken workers created, not started (what they depend on is up by now)
         run([*self.cmd, "up", "--no-start", "--no-deps", *self.lay.woken()], timeout=COMPOSE_TIMEOUT_S)
-        waiting = [c.name for c, s in self.lay.containers if waits_healthy(s)]
+        waiting = [c.name for c, s in self.lay.containers if s.waited]
         run_dag({n: ([], partial(wait_healthy, n)) for n in waiting})  # Compose returns once they are started
         return time.monotonic() - t0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -175,6 +176,16 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     wake = json.loads(unsecret(regs[f"{a}-wake"].inputs["environment"])["AGENSH_INPUT"])
     assert list(wake["workers"].values()) == [30.0 * n for n in range(8)]
     assert list(wake["workers"]) == [w.inputs["name"] for w in workers]
+    # a router is not waited for at creation and is checked every 30 s (128 checked every 5 s filled two cores): the
+    # wake step asks each worker's router itself before starting the worker; a platform service is still waited for
+    routers = [regs[f"{a}-router-{n}"] for n in range(1, 9)]
+    assert all("wait" not in r.inputs and r.inputs["healthcheck"]["interval"] == "30s" for r in routers)
+    assert list(wake["ready"]) == list(wake["workers"])
+    assert [urlsplit(u).hostname for u in wake["ready"].values()] == [
+        r.inputs["networksAdvanced"][0]["ipv4Address"] for r in routers
+    ]
+    gitea = regs["experiment-platform-gitea"].inputs
+    assert gitea["wait"] is True and gitea["healthcheck"]["interval"] == "5s"
     for first, then in (
         ("kickoff", "export"),
         ("export", "shutdown"),

@@ -3,10 +3,14 @@ late it was; a resumed ramp keeps its clock and reports lateness instead of hidi
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import subprocess
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -84,3 +88,48 @@ def test_a_resumed_ramp_keeps_its_clock_and_reports_late_wakes(stopped_workers, 
     assert wakes[1]["late_s"] >= 7.5 and wakes[1]["at_epoch"] >= t0  # due 8 s ago: started now, reported late
     assert started_at(wakes[2]["worker"]) >= start + 12 - 0.5  # still ahead: it waited for its time
     assert json.loads(rd.ramp("t").read_text())["ramp_start"] == start
+
+
+@contextlib.contextmanager
+def router_answering_after(seconds: float) -> Iterator[str]:
+    """A stand-in router's health endpoint on loopback: 503 until `seconds` have passed, then 200."""
+    up_at = time.monotonic() + seconds
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if time.monotonic() >= up_at else 503)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/healthz"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_worker_starts_only_once_its_router_answers(stopped_workers, tmp_path: Path):
+    worker = stopped_workers[0]
+    with router_answering_after(3.0) as url:
+        a = WakeInputs(run_dir=str(tmp_path), task_id="t", workers={worker: 0.0}, ready={worker: url})
+        t0 = time.time()
+        assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) == 0
+    assert started_at(worker) >= t0 + 3.0 - 0.5  # not before the router said it was up
+
+
+def test_a_router_that_never_answers_fails_the_wake_clearly(stopped_workers, tmp_path: Path, capsys):
+    worker = stopped_workers[0]
+    with router_answering_after(3600) as url:
+        a = WakeInputs(
+            run_dir=str(tmp_path), task_id="t", workers={worker: 0.0}, ready={worker: url}, ready_timeout_s=2
+        )
+        assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) != 0
+    receipt = json.loads(RunDir(tmp_path).receipt("wake", "t").read_text())
+    assert receipt["status"] == "failed"
+    assert f"worker 1's router did not answer at {url} within 2 s" in receipt["error"]
+    out = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", worker], capture_output=True, text=True)
+    assert out.stdout.strip() == "false"  # the worker was not started without its router
