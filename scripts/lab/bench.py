@@ -359,6 +359,19 @@ def wait_healthy(name: str) -> None:
         time.sleep(1.0)
 
 
+def remove_networks(names: list[str], attempts: int = 10) -> None:
+    """Remove these networks, waiting up to `attempts` seconds for Docker to let go of the endpoints of containers
+    just removed (after some hundred `rm -f`, a `network rm` fails for a while); says on stderr which stayed."""
+    left = names
+    for _ in range(attempts):
+        subprocess.run(["docker", "network", "rm", *left], capture_output=True)
+        listed = run(["docker", "network", "ls", "--format", "{{.Name}}"]).stdout.split()
+        if not (left := [n for n in left if n in listed]):
+            return
+        time.sleep(1.0)
+    print(f"bench: Docker kept the networks {', '.join(left)}", file=sys.stderr, flush=True)
+
+
 # --- plain docker ---------------------------------------------------------------------------------------------
 class Plain:
     """The same images by `docker build`, the same containers by `docker create/network connect/start`."""
@@ -443,6 +456,9 @@ class Plain:
                 wait_healthy(c.name)
 
     def up(self) -> float:
+        # the same names an earlier bench run may have left (a network Docker did not let go of at its end)
+        ours = run(["docker", "network", "ls", "--filter", f"label={LABEL}", "--format", "{{.Name}}"]).stdout.split()
+        remove_networks([n for n in self.nets.values() if n in ours])
         t0 = time.monotonic()
         for kind, subnet in self.lay.networks().items():
             run(
@@ -472,7 +488,7 @@ class Plain:
         t0 = time.monotonic()
         if self.made:
             subprocess.run(["docker", "rm", "-f", *self.made], capture_output=True)
-        subprocess.run(["docker", "network", "rm", *self.nets.values()], capture_output=True)
+        remove_networks(list(self.nets.values()))
         self.made = []
         return time.monotonic() - t0
 
