@@ -289,7 +289,7 @@ class Experiment(pulumi.ComponentResource):
         return {
             w.name: ready_url(self.p, routers[w.index])
             for w in self.layout.members(task, "worker")
-            if w.index in routers and spec(self.p, routers[w.index]).ready_at_wake
+            if spec(self.p, routers[w.index]).ready_at_wake
         }
 
     def _gitea(self, task: str) -> dict[str, str]:

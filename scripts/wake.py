@@ -1,7 +1,8 @@
 """wake: the ramp made by the orchestrator (docs/requirements.md R29). The team's workers are created stopped; this step
 starts worker k when its offset after the ramp's start is reached, so any worker image gets the seed's ramp. On a
 swarm each worker is a service created with 0 replicas, and waking it scales it to 1 (its one task then runs on the
-node the plan gave it).
+node the plan gave it). On one host a worker starts only once its router answers (`ready`): the engine does not wait
+for routers at creation (model/roles.py, `ready_at_wake`).
 
 The ramp's start is recorded the first time (`ramp.json`), and each wake as it happens, so a resumed `up` keeps the
 clock: workers already running are recorded as awake, the rest are started at their offsets (late when their time
