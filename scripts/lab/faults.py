@@ -21,6 +21,7 @@ The cheap cells also run in `make test` (tests/integration/test_faults.py).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 RUN_ID = "20261129t000000z"  # the demo profile's
 UP_TIMEOUT_S = 900
+PAGE = 4096  # a filled data root keeps less than this free
 
 
 @dataclass(frozen=True)
@@ -356,10 +358,26 @@ def model_fault(kind: str) -> Callable[[Sandbox, subprocess.Popen[str]], None]:
 
 
 def fill_disk(s: Sandbox, proc: subprocess.Popen[str]) -> None:
-    """The data root's filesystem full (a small tmpfs the harness mounted): one file takes what is left."""
-    free = os.statvfs(s.data).f_bavail * os.statvfs(s.data).f_frsize
+    """The data root's filesystem full (a small tmpfs the harness mounted): one file takes what is left. The run keeps
+    writing meanwhile (the workers seal their archives during the shutdown), so what was free a moment ago may no
+    longer be: then it takes half as much and tries again, until less than a page is left to take."""
+
+    def free() -> int:
+        st = os.statvfs(s.data)
+        return st.f_bavail * st.f_frsize
+
     with open(s.data / "filler", "wb") as fh:
-        os.posix_fallocate(fh.fileno(), 0, free)
+        size, want = 0, free()
+        while want >= PAGE:
+            try:
+                os.posix_fallocate(fh.fileno(), size, want)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                want //= 2
+                continue
+            size += want
+            want = free()
 
 
 def free_disk(s: Sandbox) -> None:
