@@ -364,12 +364,14 @@ def remove_networks(names: list[str], attempts: int = 10) -> None:
     just removed (after some hundred `rm -f`, a `network rm` fails for a while); says on stderr which stayed."""
     left = names
     for _ in range(attempts):
+        if not left:
+            return
         subprocess.run(["docker", "network", "rm", *left], capture_output=True)
         listed = run(["docker", "network", "ls", "--format", "{{.Name}}"]).stdout.split()
-        if not (left := [n for n in left if n in listed]):
-            return
-        time.sleep(1.0)
-    print(f"bench: Docker kept the networks {', '.join(left)}", file=sys.stderr, flush=True)
+        if left := [n for n in left if n in listed]:
+            time.sleep(1.0)
+    if left:
+        print(f"bench: Docker kept the networks {', '.join(left)}", file=sys.stderr, flush=True)
 
 
 # --- plain docker ---------------------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ def test_a_worker_starts_only_once_its_router_answers(stopped_workers, tmp_path:
     assert started_at(worker) >= t0 + 3.0 - 0.5  # not before the router said it was up
 
 
-def test_a_router_that_never_answers_fails_the_wake_clearly(stopped_workers, tmp_path: Path, capsys):
+def test_a_router_that_never_answers_fails_the_wake_clearly(stopped_workers, tmp_path: Path):
     worker = stopped_workers[0]
     with router_answering_after(3600) as url:
         a = WakeInputs(
