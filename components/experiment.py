@@ -292,6 +292,14 @@ class Experiment(pulumi.ComponentResource):
             if spec(self.p, routers[w.index]).ready_at_wake
         }
 
+    def _cleanroom(self, task: str) -> si.CleanroomCopy:
+        role = contract.CLEANROOM_COPY_ROLE
+        return si.CleanroomCopy(
+            image=self.p.cleanroom_image(task),
+            container=contract.cleanroom_copy_name(self.p.profile, task),
+            labels=self.p.labels(role, task),
+        )
+
     def _gitea(self, task: str) -> dict[str, str]:
         return {
             "gitea_url": operator_url(self.p, "gitea"),
@@ -315,7 +323,7 @@ class Experiment(pulumi.ComponentResource):
             si.SeedInputs(
                 **base,
                 **self._gitea(task),
-                cleanroom_image=p.cleanroom_image(task),
+                cleanroom=self._cleanroom(task),
                 archive_dirs=list(archives.values()),
             ),
             self.opts(*after),
@@ -416,7 +424,7 @@ class Experiment(pulumi.ComponentResource):
             steps.BASELINE_SEED,
             si.BaselineSeedInputs(
                 **base,
-                cleanroom_image=p.cleanroom_image(task),
+                cleanroom=self._cleanroom(task),
                 budget_s=p.task_budget.budget_s,
                 archive_dirs=[archive],
                 provenance={

@@ -74,6 +74,14 @@ def member_name(profile: str, task_id: str, role: str, n: int) -> str:
     return resource_name(profile, f"{task_slug(task_id)}-{role}", n)
 
 
+CLEANROOM_COPY_ROLE = "cleanroom-copy"  # the container a seed copies /workspace out of (step_inputs.CleanroomCopy)
+
+
+def cleanroom_copy_name(profile: str, task_id: str) -> str:
+    """One per profile and task: a seed run again finds (and removes) the one a killed seed left."""
+    return resource_name(profile, f"{task_slug(task_id)}-{CLEANROOM_COPY_ROLE}")
+
+
 def agent_id(task_id: str, n: int) -> str:
     """The agent id of a task's worker n (token file name, Gitea and Mattermost identity)."""
     return f"{task_id}-{n}"
@@ -126,6 +134,11 @@ def node_constraint(node: str) -> str:
 def profile_filter(profile: str) -> str:
     """`docker ... --filter` value selecting every object of a profile."""
     return f"label={PROFILE_LABEL}={profile}"
+
+
+def role_filter(role: str) -> str:
+    """`docker ... --filter` value selecting the objects of one role (with profile_filter: of one profile)."""
+    return f"label={ROLE_LABEL}={role}"
 
 
 # --- identities and images --------------------------------------------------------------------------------

@@ -72,8 +72,20 @@ class GiteaInputs(TaskInputs):
     gitea_repositories: str
 
 
+class CleanroomCopy(BaseModel):
+    """The container a seed copies the task's /workspace out of: created and removed by the step, named and labelled
+    so that one a killed seed left is found: the next seed of the task removes it first, destroy removes the
+    profile's, and preflight's leftover check sees it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str
+    container: str
+    labels: dict[str, str]
+
+
 class SeedInputs(GiteaInputs):
-    cleanroom_image: str
+    cleanroom: CleanroomCopy
     archive_dirs: list[str]
 
 
@@ -175,7 +187,7 @@ class PreserveInputs(Inputs):
 class BaselineSeedInputs(TaskInputs):
     workspace: str
     worker_image: str  # Git on the agent's workspace runs in a container of it (scripts/lib/gitops.py sandbox_git)
-    cleanroom_image: str
+    cleanroom: CleanroomCopy
     budget_s: float
     archive_dirs: list[str]
     provenance: dict[str, Any]

@@ -48,7 +48,7 @@ def seed(a: BaselineSeedInputs) -> BaselineSeedResult:
     git = partial(sandbox_git, a.worker_image, ws)
     if not (ws / ".git").exists():
         ws.mkdir(parents=True, exist_ok=True)
-        files = workspace_from_image(a.cleanroom_image, ws)
+        files = workspace_from_image(a.cleanroom, ws)
         subprocess.run(["chown", "-R", contract.WORKER_USER, str(ws)], check=True)
         git("init", "-q", "-b", "main")
         git("add", "-A")

@@ -1,10 +1,10 @@
 """profile_data: the profile's data directory, created first and removed by `pulumi destroy`, nothing lost.
 
 `create` makes `<data root>/<profile>` and leaves a marker in it. `delete` removes it (and the profile's untagged
-images left by rebuilds) only when every run in it has its verified copy under the trajectory root
-(`scripts/preserve.py`), its shutdown archives are complete, and the marker says agensh created it; otherwise it
-refuses, says what and how to override (inspect first; AGENSH_FORCE_CLEAN=1 deletes anyway, except a directory
-agensh did not create, which it never deletes). `make down` never calls this: it keeps data.
+images left by rebuilds, and the cleanroom copies a killed seed left) only when every run in it has its verified
+copy under the trajectory root (`scripts/preserve.py`), its shutdown archives are complete, and the marker says
+agensh created it; otherwise it refuses, says what and how to override (inspect first; AGENSH_FORCE_CLEAN=1 deletes
+anyway, except a directory agensh did not create, which it never deletes). `make down` never calls this: it keeps data.
 """
 
 from __future__ import annotations
@@ -68,11 +68,21 @@ def refusal(a: ProfileDataInputs, env: Mapping[str, str]) -> str | None:
     )
 
 
+def remove_cleanroom_copies(profile: str) -> None:
+    """A seed killed between creating and removing its cleanroom copy leaves it (never started, outside the state)."""
+    found = ["docker", "ps", "-aq", "--filter", contract.profile_filter(profile)]
+    role = contract.role_filter(contract.CLEANROOM_COPY_ROLE)
+    ids = subprocess.run([*found, "--filter", role], capture_output=True, text=True).stdout.split()
+    if ids:
+        subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
+
+
 def delete(a: ProfileDataInputs, env: Mapping[str, str]) -> int:
     pd = ProfileDir(Path(a.profile_dir))
     if (reason := refusal(a, env)) is not None:
         print(f"profile_data: {reason}", file=sys.stderr)
         return 1
+    remove_cleanroom_copies(a.profile)
     if not pd.path.exists():
         print(f'{{"removed": null, "reason": "{pd.path} does not exist"}}')
         return 0

@@ -17,7 +17,7 @@ from pathlib import Path
 from model import contract, steps
 from model.records import BranchProtection, SeedResult
 from model.rundir import RUN_FAILED
-from model.step_inputs import SeedInputs
+from model.step_inputs import CleanroomCopy, SeedInputs
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
 from scripts.lib.step import StepFailed, progress, step_main
@@ -25,14 +25,16 @@ from scripts.lib.step import StepFailed, progress, step_main
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
 
 
-def workspace_from_image(image: str, dest: Path) -> list[str]:
-    """Copy /workspace out of the cleanroom image, minus the reference binary."""
-    cid = subprocess.run(["docker", "create", image], capture_output=True, text=True, check=True).stdout.strip()
+def workspace_from_image(c: CleanroomCopy, dest: Path) -> list[str]:
+    """Copy /workspace out of the cleanroom image, minus the reference binary. The container is never started."""
+    subprocess.run(["docker", "rm", "-f", c.container], capture_output=True)  # one a killed seed left
+    labels = [arg for k, v in sorted(c.labels.items()) for arg in ("--label", f"{k}={v}")]
+    subprocess.run(["docker", "create", "--name", c.container, *labels, c.image], capture_output=True, check=True)
     try:
-        tar = subprocess.run(["docker", "cp", f"{cid}:/workspace/.", "-"], capture_output=True, check=True).stdout
+        tar = subprocess.run(["docker", "cp", f"{c.container}:/workspace/.", "-"], capture_output=True, check=True)
     finally:
-        subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
-    subprocess.run(["tar", "-x", "-C", str(dest), "--no-same-owner"], input=tar, check=True)
+        subprocess.run(["docker", "rm", "-f", c.container], capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(dest), "--no-same-owner"], input=tar.stdout, check=True)
     for name in NEVER_COPIED:
         (dest / name).unlink(missing_ok=True)
     return sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
@@ -82,7 +84,7 @@ def seed(a: SeedInputs, password: str) -> SeedResult:
         )
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
-        files = workspace_from_image(a.cleanroom_image, ws)
+        files = workspace_from_image(a.cleanroom, ws)
         progress(f"seed: pushing {len(files)} files of the starting workspace")
         git("init", "-q", "-b", "main", cwd=ws)
         git("add", "-A", cwd=ws)

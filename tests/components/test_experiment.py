@@ -138,6 +138,11 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     seed = regs["experiment-jgm-pandoc-5caad90-seed"]
     assert platform_children | {urn["experiment-preflight-model"]} <= set(seed.deps)
     assert all(urn["experiment-jgm-pandoc-5caad90-seed"] in w.deps for w in workers_ + routers)
+    # the seed's cleanroom copy is named per profile and task and labelled: a killed seed's is found and removed
+    copy = json.loads(unsecret(seed.inputs["environment"])["AGENSH_INPUT"])["cleanroom"]
+    assert copy["image"] == "programbench/jgm_1776_pandoc.5caad90:task_cleanroom_v6"
+    assert copy["container"] == f"omcgitea-{profile.profile}-jgm-pandoc-5caad90-cleanroom-copy"
+    assert copy["labels"] == profile.labels("cleanroom-copy", "jgm__pandoc.5caad90")
     worker_image = next(r for r in by_type[IMAGE] if labels_of_build(r).get("agensh.role") == "worker-image")
     assert all(worker_image.urn in w.deps for w in workers_)
     assert (

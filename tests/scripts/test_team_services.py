@@ -888,7 +888,11 @@ def merged(stack: Team, tmp_path_factory):
             "gitea_user": ADMIN_USER,
             "repo": contract.team_repo(TASK),
             "gitea_repositories": repositories(stack),
-            "cleanroom_image": cleanroom,
+            "cleanroom": {
+                "image": cleanroom,
+                "container": contract.cleanroom_copy_name(stack.profile.profile, TASK),
+                "labels": stack.profile.labels(contract.CLEANROOM_COPY_ROLE, TASK),
+            },
             "archive_dirs": [str(stack.mount("worker", "/archive", n)) for n in (1, 2)],
         }
         assert (
