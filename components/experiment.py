@@ -293,11 +293,10 @@ class Experiment(pulumi.ComponentResource):
         }
 
     def _cleanroom(self, task: str) -> si.CleanroomCopy:
-        role = contract.CLEANROOM_COPY_ROLE
         return si.CleanroomCopy(
             image=self.p.cleanroom_image(task),
             container=contract.cleanroom_copy_name(self.p.profile, task),
-            labels=self.p.labels(role, task),
+            labels=self.p.labels(contract.CLEANROOM_COPY_ROLE, task),
         )
 
     def _gitea(self, task: str) -> dict[str, str]:

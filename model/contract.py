@@ -136,6 +136,11 @@ def profile_filter(profile: str) -> str:
     return f"label={PROFILE_LABEL}={profile}"
 
 
+def label_args(labels: dict[str, str]) -> list[str]:
+    """`docker create` / `docker build` arguments setting these labels."""
+    return [arg for k, v in sorted(labels.items()) for arg in ("--label", f"{k}={v}")]
+
+
 def role_filter(role: str) -> str:
     """`docker ... --filter` value selecting the objects of one role (with profile_filter: of one profile)."""
     return f"label={ROLE_LABEL}={role}"

@@ -28,8 +28,8 @@ NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays
 def workspace_from_image(c: CleanroomCopy, dest: Path) -> list[str]:
     """Copy /workspace out of the cleanroom image, minus the reference binary. The container is never started."""
     subprocess.run(["docker", "rm", "-f", c.container], capture_output=True)  # one a killed seed left
-    labels = [arg for k, v in sorted(c.labels.items()) for arg in ("--label", f"{k}={v}")]
-    subprocess.run(["docker", "create", "--name", c.container, *labels, c.image], capture_output=True, check=True)
+    create = ["docker", "create", "--name", c.container, *contract.label_args(c.labels), c.image]
+    subprocess.run(create, capture_output=True, check=True)
     try:
         tar = subprocess.run(["docker", "cp", f"{c.container}:/workspace/.", "-"], capture_output=True, check=True)
     finally:

@@ -412,8 +412,7 @@ class Plain:
             "--hostname",
             c.hostname,
         ]
-        for k, v in sorted(c.labels.items()):
-            args += ["--label", f"{k}={v}"]
+        args += contract.label_args(c.labels)
         if att:
             args += ["--network", self.nets[att[0][0]], "--ip", att[0][1]]
             args += [arg for alias in c.aliases(att[0][0]) or () for arg in ("--network-alias", alias)]

@@ -34,10 +34,9 @@ def cleanroom_image(org: str) -> str:
 def build_cleanroom(org: str, labels: dict[str, str]) -> str:
     """Build the fixture's cleanroom image (a workspace and the evaluator's tools) from the local base."""
     image = cleanroom_image(org)
-    label_args = [a for k, v in sorted(labels.items()) for a in ("--label", f"{k}={v}")]
     dockerfile = f"FROM {BASE_IMAGE}\nWORKDIR /workspace\n"
     subprocess.run(
-        ["docker", "build", "-q", "-t", image, *label_args, "-"],
+        ["docker", "build", "-q", "-t", image, *contract.label_args(labels), "-"],
         input=dockerfile.encode(),
         check=True,
         capture_output=True,

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from model import contract
 from scripts.setup.calculator import BASE_IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,9 +162,7 @@ def build_image(
             say(f"loaded {tag} from {saved / f'{key}.tar'}")
             return False
     t0 = time.monotonic()
-    label_args = [
-        a for k, v in sorted({**(labels or {}), "agensh.image.key": key}.items()) for a in ("--label", f"{k}={v}")
-    ]
+    label_args = contract.label_args({**(labels or {}), "agensh.image.key": key})
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: docker's errors cannot block the upload
         proc = subprocess.Popen(
             ["docker", "build", "-q", "-t", tag, *label_args, "-"],

@@ -29,7 +29,7 @@ def copies() -> list[str]:
 
 def left_by_a_killed_seed(c: CleanroomCopy) -> str:
     """What `workspace_from_image` leaves when its process is killed between `docker create` and `docker rm`."""
-    return docker("create", "--name", c.container, *[f"--label={k}={v}" for k, v in c.labels.items()], c.image).strip()
+    return docker("create", "--name", c.container, *contract.label_args(c.labels), c.image).strip()
 
 
 def test_a_killed_seeds_cleanroom_copy_is_replaced_by_the_next_seed_and_removed_by_destroy(
