@@ -12,9 +12,11 @@ test: setup
 lint: setup
 	@bash scripts/setup/lint.sh
 
-# The whole fault matrix (scripts/lab/faults.py; not in `make test`, which runs its cheap cells): ~5 min per cell
+# The whole fault matrix (scripts/lab/faults.py; not in `make test`, which runs its cheap cells): ~5 min per cell,
+# JOBS cells at once
 faults: setup
-	@. scripts/env.sh && .venv/bin/python -m scripts.lab.faults $(if $(CELLS),--cells $(CELLS)) $(if $(BESIDE),--beside)
+	@. scripts/env.sh && .venv/bin/python -m scripts.lab.faults $(if $(CELLS),--cells $(CELLS)) $(if $(BESIDE),--beside) \
+		$(if $(JOBS),--jobs $(JOBS))
 
 demo: setup
 	@. scripts/env.sh && bash scripts/setup/demo.sh

@@ -275,6 +275,11 @@ class Experiment(pulumi.ComponentResource):
         """The platform's long-running containers (not the one-shot bootstrap), by name."""
         return [c.name for c in self.layout.placements if not ROLES[c.role].per_task and not spec(self.p, c).one_shot]
 
+    def _routers(self, task: str) -> dict[str, str]:
+        """Each worker of a task, and its router, by name."""
+        routers = {c.index: c.name for c in self.layout.members(task, "router")}
+        return {w.name: routers[w.index] for w in self.layout.members(task, "worker")}
+
     def _archives(self, task: str) -> dict[str, str]:
         """Each agent of a task, and the directory its archive is sealed into in this run."""
         pd = ProfileDir.of(self.p)
@@ -384,6 +389,7 @@ class Experiment(pulumi.ComponentResource):
                 idle_check_s=p.idle_check_s,
                 services=swarm,
                 platform=[] if swarm else self._platform_containers(),
+                routers={} if swarm else self._routers(task),
             ),
             self.opts(kickoff),
             secrets=mattermost,

@@ -121,6 +121,7 @@ class NudgesInputs(MattermostInputs):
     idle_check_s: int
     services: bool = False  # swarm: the workers are services (their logs through the manager)
     platform: list[str] = Field(default_factory=list)  # the long-running platform containers, restarted if found dead
+    routers: dict[str, str] = Field(default_factory=dict)  # worker -> its router, restarted before it if found dead
 
 
 class NodeArchive(BaseModel):

@@ -8,9 +8,11 @@ its start (the wake). An agent is nudged once per idle spell: again only after
 another `idle_nudge_s` without activity. Every nudge is recorded; the step ends at the task's deadline.
 
 A worker found stopped before the deadline (a host reboot: the guard stopped it, and `pulumi up --refresh` made it
-again, created stopped; or its agent exited) is started again for the time left, and the restart recorded: the
-finished wake step does not run again. So is a platform service found dead (Gitea, MariaDB, the proxy, the token
-service: killed, or crashed), since the team cannot work without it and nothing else would start it mid-task.
+again, created stopped; a restart of the Docker daemon, which stops every container; or its agent exited) is started
+again for the time left, and the restart recorded: the finished wake step does not run again. So is a platform
+service found dead (Gitea, MariaDB, the proxy, the token service: killed, or crashed), since the team cannot work
+without it and nothing else would start it mid-task, and a worker's router found dead (looked at with the workers,
+and started before its worker: the agent's model requests go through it).
 The data root running low is said on the console (once per spell, and on the timeline). Once it is full Gitea and
 MariaDB take no writes and the team cannot push, which no recovery undoes (docs/faults.md, "Not survived"): the task
 is marked DATA_ROOT_FULL, so it is scored incomplete, and the console says what to do.
@@ -71,9 +73,10 @@ def mark_full(rd: RunDir, task_id: str, free: int, now: float, events: list[Even
     )
 
 
-def restart_platform(platform: list[str], now: float, restarts: list[Restart]) -> None:
-    """Start every platform container found not running, recording each restart."""
-    for service in platform:
+def restart_dead(containers: list[str], now: float, restarts: list[Restart]) -> None:
+    """Start every one of these long-running containers (platform services, routers) found not running, recording
+    each restart."""
+    for service in containers:
         if not running(service, False):
             started = start_worker(service, False)
             if started.returncode == 0:
@@ -98,12 +101,13 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     next_check = 0.0  # the workers are looked at every idle_check_s, the platform every SERVICE_CHECK_S
     while time.time() < kickoff.deadline_epoch:
         now = time.time()
-        restart_platform(a.platform, now, restarts)
+        restart_dead(a.platform, now, restarts)
         low = low_space(rd, a.task_id, low, now, alarms)
         if now < next_check:
             time.sleep(max(0.0, min(SERVICE_CHECK_S, next_check - now, kickoff.deadline_epoch - now)))
             continue
         next_check = now + a.idle_check_s
+        restart_dead(list(a.routers.values()), now, restarts)
         for k, (worker, agent) in enumerate(a.workers.items(), 1):
             if not running(worker, a.services):
                 started = start_worker(worker, a.services)

@@ -32,6 +32,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from typing import Any
 from model import contract, steps
 from model.records import read_index
 from model.rundir import DATA_ROOT_FULL, RunDir
-from scripts.lab import docker_disk
+from scripts.lab import docker_disk, swarm_lab
 from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import demo_images
 
@@ -94,9 +95,10 @@ class Verdict:
 
 
 class Sandbox:
-    """One demo-shaped stack in its own copy of the project."""
+    """One demo-shaped stack in its own copy of the project; with `lab`, on that Docker engine of the harness's own
+    (everything of the run, and every command here, then runs in the engine's network namespace)."""
 
-    def __init__(self, tmp: Path, tag: str, **settings: Any):
+    def __init__(self, tmp: Path, tag: str, lab: swarm_lab.Lab | None = None, **settings: Any):
         # the tag names the cell's folder; the profile stays short (names of task containers are capped at 63)
         self.tmp, self.profile, self.octet = tmp, f"fault-{uuid.uuid4().hex[:6]}", free_octet()
         self.standin, self.mattermost = demo_images.standin_images(self.profile)
@@ -117,18 +119,35 @@ class Sandbox:
             ),
             standin_image=self.standin,
         )
-        self.env = isolated_env(tmp, "faults", **{contract.MODEL_CREDENTIAL_ENV: "standin-" + uuid.uuid4().hex})
+        self.host_env = isolated_env(tmp, "faults", **{contract.MODEL_CREDENTIAL_ENV: "standin-" + uuid.uuid4().hex})
+        self.lab = lab
+        self.enter = lab.manager.enter if lab else []
+        self.env = dict(self.host_env, DOCKER_HOST=f"unix://{lab.manager.socket}") if lab else self.host_env
         self.rd = RunDir(self.data / self.profile / RUN_ID)
         self.logs: list[Path] = []
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run(args, cwd=self.proj, env=self.env, capture_output=True, text=True)
+        out = subprocess.run([*self.enter, *args], cwd=self.proj, env=self.env, capture_output=True, text=True)
         if check and out.returncode != 0:
             raise RuntimeError(f"{' '.join(args[:3])}: {out.stdout[-1500:]}\n{out.stderr[-1500:]}")
         return out
 
+    def docker(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        """`docker` against the sandbox's engine."""
+        return subprocess.run(["docker", *args], env=self.env, capture_output=True, text=True, check=check)
+
     def create(self) -> None:
-        self.run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", self.profile)
+        """The demo's images (built on this machine's engine, then loaded into the sandbox's own, if any), the policy
+        numbers and the stack."""
+        subprocess.run(
+            [sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", self.profile],
+            cwd=self.proj,
+            env=self.host_env,
+            capture_output=True,
+            check=True,
+        )
+        if self.lab:
+            swarm_lab.load(self.lab, swarm_lab.demo_images(self.profile))
         shutil.copy(self.proj / "policies" / "demo.json", self.proj / "stacks" / f"{self.profile}.policy.json")
         self.run(
             sys.executable,
@@ -150,7 +169,7 @@ class Sandbox:
         log = self.tmp / f"up{len(self.logs) + 1}.log"
         self.logs.append(log)
         return subprocess.Popen(
-            ["bash", "scripts/host/launch.sh", "up", self.profile, "--yes", "--non-interactive", *extra],
+            [*self.enter, "bash", "scripts/host/launch.sh", "up", self.profile, "--yes", "--non-interactive", *extra],
             cwd=self.proj,
             env=self.env,
             stdout=log.open("w"),
@@ -218,16 +237,17 @@ class Sandbox:
     def labelled(self) -> dict[str, list[str]]:
         f = f"label={contract.PROFILE_LABEL}={self.profile}"
         kinds = {"containers": ["ps", "-aq"], "networks": ["network", "ls", "-q"], "volumes": ["volume", "ls", "-q"]}
-        return {
-            k: subprocess.run(["docker", *cmd, "--filter", f], capture_output=True, text=True).stdout.split()
-            for k, cmd in kinds.items()
-        }
+        return {k: self.docker(*cmd, "--filter", f).stdout.split() for k, cmd in kinds.items()}
+
+    def inspect(self, kind: str, names: list[str]) -> list[dict[str, Any]]:
+        """`docker <kind> inspect` of these objects ([] for none; one missing leaves the rest)."""
+        return list(json.loads((self.docker(kind, "inspect", *names).stdout if names else "") or "[]"))
 
     def footprint(self) -> Footprint:
         ids = self.labelled()
-        info = inspect("container", ids["containers"])
+        info = self.inspect("container", ids["containers"])
         tags = sorted({c["Config"]["Image"] for c in info})
-        named = {t: i["Id"] for i in inspect("image", tags) for t in i.get("RepoTags", []) if t in tags}
+        named = {t: i["Id"] for i in self.inspect("image", tags) for t in i.get("RepoTags", []) if t in tags}
         return Footprint(
             containers={c["Name"]: (c["Id"], c["State"]["Status"], c["State"]["StartedAt"], c["Image"]) for c in info},
             networks=tuple(sorted(ids["networks"])),
@@ -258,19 +278,12 @@ class Sandbox:
         left = self.labelled()
         for kind, cmd in (("containers", ["rm", "-f"]), ("networks", ["network", "rm"]), ("volumes", ["volume", "rm"])):
             if left[kind]:
-                subprocess.run(["docker", *cmd, *left[kind]], capture_output=True)
-        images = subprocess.run(
-            ["docker", "images", "-q", "--filter", f"label={contract.PROFILE_LABEL}={self.profile}"],
-            capture_output=True,
-            text=True,
-        ).stdout.split()
-        subprocess.run(["docker", "rmi", "-f", *images, self.mattermost, self.standin], capture_output=True)
-
-
-def inspect(kind: str, names: list[str]) -> list[dict[str, Any]]:
-    """`docker <kind> inspect` of these objects ([] for none; one missing leaves the rest)."""
-    out = subprocess.run(["docker", kind, "inspect", *names], capture_output=True, text=True).stdout if names else ""
-    return list(json.loads(out or "[]"))
+                self.docker(*cmd, *left[kind])
+        images = self.docker("images", "-q", "--filter", f"label={contract.PROFILE_LABEL}={self.profile}").stdout
+        self.docker("rmi", "-f", *images.split(), self.mattermost, self.standin)
+        if self.lab:  # the engine goes whole (its data root with it); the stand-ins were built on this machine's
+            swarm_lab.down(self.lab)
+            subprocess.run(["docker", "rmi", "-f", self.mattermost, self.standin], capture_output=True)
 
 
 def finish(s: Sandbox, proc: subprocess.Popen[str]) -> int:
@@ -289,6 +302,7 @@ class Fault:
     recover: Callable[[Sandbox], list[str]]  # the extra arguments of the recovering `pulumi up` (after its prelude)
     prelude: Callable[[Sandbox], None] = lambda s: None  # what the documented recovery does before `up`
     marks: str | None = None  # the marker a run carries where this fault cannot be survived
+    own_engine: bool = False  # the run needs a Docker engine of the harness's own (the fault restarts it)
 
 
 def sigkill(s: Sandbox, proc: subprocess.Popen[str]) -> None:
@@ -310,24 +324,15 @@ def reboot(s: Sandbox, proc: subprocess.Popen[str]) -> None:
     """The host going down: the session dies and the reboot guard stops the profile's containers (as
     scripts/pbench_reboot_guard.sh does for every `omcgitea-*` project; here only this cell's own)."""
     kill_session(proc)
-    ids = subprocess.run(
-        [
-            "docker",
-            "ps",
-            "-q",
-            "--filter",
-            f"label={contract.COMPOSE_PROJECT_LABEL}={contract.compose_project(s.profile)}",
-        ],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
+    project = f"label={contract.COMPOSE_PROJECT_LABEL}={contract.compose_project(s.profile)}"
+    ids = s.docker("ps", "-q", "--filter", project).stdout.split()
     if ids:
-        subprocess.run(["docker", "stop", *ids], capture_output=True, check=True)
+        s.docker("stop", *ids, check=True)
 
 
 def docker_kill(role: str) -> Callable[[Sandbox, subprocess.Popen[str]], None]:
     def inject(s: Sandbox, proc: subprocess.Popen[str]) -> None:
-        subprocess.run(["docker", "kill", s.container(role)], capture_output=True, check=True)
+        s.docker("kill", s.container(role), check=True)
 
     return inject
 
@@ -337,22 +342,8 @@ def model_fault(kind: str) -> Callable[[Sandbox, subprocess.Popen[str]], None]:
 
     def inject(s: Sandbox, proc: subprocess.Popen[str]) -> None:
         body = json.dumps({"faults": [f"{kind}@{n}" for n in range(1, 3)]})
-        subprocess.run(
-            [
-                "docker",
-                "exec",
-                s.container("model"),
-                "curl",
-                "-s",
-                "-X",
-                "POST",
-                "-d",
-                body,
-                "http://127.0.0.1:8080/faults",
-            ],
-            capture_output=True,
-            check=True,
-        )
+        url = "http://127.0.0.1:8080/faults"
+        s.docker("exec", s.container("model"), "curl", "-s", "-X", "POST", "-d", body, url, check=True)
 
     return inject
 
@@ -402,16 +393,25 @@ def oom(s: Sandbox, proc: subprocess.Popen[str]) -> None:
     fills the worker's memory from inside it (a process of the worker's user, charged to the worker's cgroup) until
     the ceiling is hit. Refused as a harness error unless the CLI was indeed killed by it."""
     worker = contract.member_name(s.profile, TASK, "worker", 1)
-    top = subprocess.run(["docker", "top", worker, "-eo", "pid,args"], capture_output=True, text=True, check=True)
+    top = s.docker("top", worker, "-eo", "pid,args", check=True)
     cli = [line.split(None, 1)[0] for line in top.stdout.splitlines()[1:] if "--acp" in line and "copilot" in line]
     if not cli:
         raise RuntimeError(f"no Copilot CLI in {worker}:\n{top.stdout}")
     for pid in cli:
         Path(f"/proc/{pid}/oom_score_adj").write_text("1000")
     hog = ["docker", "exec", "-u", contract.WORKER_USER, worker, "sh", "-c", OOM_HOG]
-    subprocess.run(hog, capture_output=True, timeout=120)
+    subprocess.run(hog, env=s.env, capture_output=True, timeout=120)
     if any(Path(f"/proc/{pid}").exists() for pid in cli):
         raise RuntimeError(f"the memory ceiling of {worker} did not kill its Copilot CLI")
+
+
+def restart_engine(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+    """The Docker daemon restarted under the run (an upgrade, a crash and its service manager): it stops every
+    container as it goes down, as it does without live-restore, and starts none that has no restart policy. Only
+    ever the sandbox's own engine (scripts/lab/swarm_lab.py), never this machine's."""
+    if s.lab is None:
+        raise RuntimeError("a daemon restart needs the sandbox's own engine")
+    swarm_lab.restart(s.lab, s.lab.manager)
 
 
 def cancel(s: Sandbox) -> None:
@@ -432,6 +432,7 @@ FAULTS = {
     "disk-full": Fault("disk-full", fill_disk, lambda s: [], free_disk, marks=DATA_ROOT_FULL),
     "oom": Fault("oom", oom, lambda s: []),
     "eval-dies": Fault("eval-dies", kill_evaluator, lambda s: ["--config", "agensh:eval_attempt=2"], cancel),
+    "docker-restart": Fault("docker-restart", restart_engine, lambda s: ["--refresh"], own_engine=True),
 }
 # where a fault hits: the launch's preview (nothing exists yet), or a step that has begun (its program holds its lock)
 PREVIEW = "preview"
@@ -468,15 +469,29 @@ CELLS = [
     "disk-full@shutdown",
     "disk-full@preserve-task",
     "eval-dies@evaluate",
+    "docker-restart@seed",
+    "docker-restart@export",
+    "docker-restart@shutdown",
+    "docker-restart@evaluate",
 ]
 SMALL_DISK_MB = 400  # the data root's tmpfs in the disk-full cells (a run uses ~60 MB of it)
+MAX_JOBS = 4  # each cell's run holds ~12 containers and two Copilot CLIs
 CHEAP = ["sigkill@preview", "sigkill@seed", "sigkill@shutdown", "sigkill@evaluate", "model-hang@kickoff"]
 
 
 @contextmanager
-def sandbox(tag: str, keep: Path | None = None, small_disk: bool = False, **settings: Any) -> Iterator[Sandbox]:
+def sandbox(
+    tag: str, keep: Path | None = None, small_disk: bool = False, own_engine: bool = False, **settings: Any
+) -> Iterator[Sandbox]:
+    """A sandbox for one run, removed after it whatever happens; `own_engine`: on a Docker engine of its own."""
     tmp = Path(tempfile.mkdtemp(prefix=f"agensh-faults-{tag}-"))
-    s = Sandbox(tmp, tag.replace("@", "-"), **settings)
+    lab = swarm_lab.up(1, swarm=False) if own_engine else None
+    try:
+        s = Sandbox(tmp, tag.replace("@", "-"), lab, **settings)
+    except BaseException:
+        if lab:
+            swarm_lab.down(lab)
+        raise
     mounted = False
     try:
         if small_disk:  # as root: a filesystem of its own for the data root, so filling it touches nothing else
@@ -541,17 +556,19 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None, bes
     t0 = time.time()
     before = beside.footprint() if beside else None
     recovered_at: float | None = None  # when the first documented recovery began: it runs until the run's end
+    plan = [(FAULTS[c.split("@")[0]], c.split("@")[1]) for c in cells]
     with sandbox(
-        cells[0] if len(cells) == 1 else "seq", keep, small_disk=any(c.startswith("disk-full@") for c in cells)
+        cells[0] if len(cells) == 1 else "seq",
+        keep,
+        small_disk=any(f.name == "disk-full" for f, _ in plan),
+        own_engine=any(f.own_engine for f, _ in plan),
     ) as s:
         proc = s.up()
         pending = FAULTS["sigkill"]  # the recovery owed when the up ends failed: the last fault that did not kill it
-        for cell in cells:
-            fault_name, moment = cell.split("@")
-            fault = FAULTS[fault_name]
+        for fault, moment in plan:
             s.wait(s.reached(moment), proc)
             fault.inject(s, proc)
-            if proc.poll() is not None or fault_name in ("sigkill", "reboot"):
+            if proc.poll() is not None or fault.name in ("sigkill", "reboot"):
                 if proc.poll() is None:
                     kill_session(proc)
                 recovered_at = recovered_at or time.time()
@@ -570,7 +587,7 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None, bes
                 name, "refused" if s.rd.path.exists() else "LOST", s.last_log(6), recover_s, time.time() - t0
             )
         differs = compare(clean, s.outcome())
-        marks = {FAULTS[c.split("@")[0]].marks for c in cells}
+        marks = {f.marks for f, _ in plan}
         why = [s.rd.marker(TASK, m).read_text().strip() or m for m in s.rd.markers(TASK) if m in marks]
         problems = [f"left running: {p}" for p in s.leftovers()]
         left = s.destroy()
@@ -601,6 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--beside", action="store_true", help="with another profile up throughout, which must see no change"
     )
+    parser.add_argument("--jobs", type=int, default=1, help="cells run at once, each in its own sandbox (default 1)")
     args = parser.parse_args(argv)
     cells = CHEAP if args.cheap else args.cells
     if args.list:
@@ -611,20 +629,25 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if unknown:
         parser.error(f"unknown cells: {', '.join(unknown)} (see --list)")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        parser.error(f"--jobs: 1 to {MAX_JOBS}, not {args.jobs}")
     short = docker_disk.room_for_a_run()
     if short:
         parser.exit(2, f"faults: {short}\n")
     with docker_disk.build_cache_kept():
         if not args.beside:
-            return run_matrix(cells, args.json, args.clean_from)
+            return run_matrix(cells, args.json, args.clean_from, jobs=args.jobs)
         with sandbox("beside", run_steps=False) as other:  # the demo's services and team, no steps
             if finish(other, other.up()) != 0:
                 parser.exit(1, f"faults: the profile beside did not come up:\n{other.last_log(20)}\n")
-            return run_matrix(cells, args.json, args.clean_from, other)
+            return run_matrix(cells, args.json, args.clean_from, other, args.jobs)
 
 
-def run_matrix(cells: list[str], out: Path, clean_from: Path | None, beside: Sandbox | None = None) -> int:
-    """The clean run (or the clean outcome of `clean_from`), then every cell; prints the matrix and writes `out`."""
+def run_matrix(
+    cells: list[str], out: Path, clean_from: Path | None, beside: Sandbox | None = None, jobs: int = 1
+) -> int:
+    """The clean run (or the clean outcome of `clean_from`), then every cell, `jobs` at once; prints the matrix and
+    writes `out`."""
     t0 = time.time()
     logs = out.parent / "faults-logs"
     if clean_from:
@@ -632,17 +655,20 @@ def run_matrix(cells: list[str], out: Path, clean_from: Path | None, beside: San
     else:
         clean, clean_s = clean_run(logs)
     print(f"clean run: score {clean.score}, {clean.containers} containers, {clean_s:.0f} s", flush=True)
-    verdicts = []
-    for cell in cells:
+
+    def one(cell: str) -> Verdict:
         try:
             v = run_cell(cell, clean, logs, beside)
         except RuntimeError as err:  # the harness could not place its fault: say so, never count it as held
             v = Verdict(cell, "LOST", f"harness: {err}")
-        verdicts.append(v)
         print(
             f"{v.cell}: {v.verdict} ({v.total_s:.0f} s) {v.detail.splitlines()[0][:120] if v.detail else ''}",
             flush=True,
         )
+        return v
+
+    with ThreadPoolExecutor(jobs) as pool:  # each cell waits on its own processes: threads are enough
+        verdicts = list(pool.map(one, cells))
     took = time.time() - t0
     print_matrix(verdicts, took)
     out.parent.mkdir(parents=True, exist_ok=True)

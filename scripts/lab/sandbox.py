@@ -10,6 +10,8 @@ import random
 import re
 import shutil
 import subprocess
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -85,16 +87,31 @@ def used_subnets() -> list[ipaddress.IPv4Network]:
     return used + [ipaddress.IPv4Network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
 
 
+_claimed: list[ipaddress.IPv4Network] = []  # what this process handed out: sandboxes made at once never share one
+_claiming = threading.Lock()
+
+
+def claim_subnet(candidates: Iterable[ipaddress.IPv4Network]) -> ipaddress.IPv4Network | None:
+    """The first candidate that no Docker network, no host route and no earlier claim of this process uses (the
+    harness makes several sandboxes at once, before any of them has a network to show)."""
+    with _claiming:
+        used = used_subnets() + _claimed
+        for net in candidates:
+            if not any(net.overlaps(u) for u in used):
+                _claimed.append(net)
+                return net
+    return None
+
+
 def free_octet(first: int = 160, last: int = 240) -> int:
     """An octet X whose 10.X.0.0/16 no Docker network and no host route uses, so several test runs (or a test beside
     a user's stacks) never collide. Chosen at random in [first, last]."""
-    used = used_subnets()
     octets = list(range(first, last + 1))
     random.shuffle(octets)
-    for octet in octets:
-        if not any(ipaddress.ip_network(f"10.{octet}.0.0/16").overlaps(u) for u in used):
-            return octet
-    raise RuntimeError(f"no free 10.X.0.0/16 with X in {first}..{last}")
+    net = claim_subnet(ipaddress.IPv4Network(f"10.{octet}.0.0/16") for octet in octets)
+    if net is None:
+        raise RuntimeError(f"no free 10.X.0.0/16 with X in {first}..{last}")
+    return int(str(net).split(".")[1])
 
 
 def kill_session(proc: subprocess.Popen[str]) -> None:

@@ -1,4 +1,5 @@
-"""A Docker Swarm of N extra Docker daemons on this machine, for the swarm tests and the benchmark.
+"""Extra Docker daemons on this machine: a Docker Swarm of N for the swarm tests and the benchmark, or one engine of
+the fault harness's own, which it may restart (the machine's own daemon is never restarted).
 
     .venv/bin/python -m scripts.lab.swarm_lab up [--nodes 2] [--id ab12]   # prints the lab's description (JSON)
     .venv/bin/python -m scripts.lab.swarm_lab load ID IMAGE...                # images into the manager and its registry
@@ -6,11 +7,14 @@
 
 Each node is a `dockerd` in a network namespace of its own (`ip netns add`), started with `nsenter --net=...`
 (`ip netns exec` remounts /sys and the daemon then finds no cgroups), with its own data root, exec root, pid file
-and socket, and no default bridge. The namespaces hang on one host bridge of a free 10.31.Y.0/24 that nothing else
-uses; the only iptables rule the lab adds accepts forwarding on that bridge (Docker's FORWARD policy is DROP), and
-no namespace has a default route: all traffic stays between the namespaces and the host's end of the bridge. The
-first node is the swarm manager and runs Debian's `docker-registry` on its bridge address; the others join as
-workers. Every node carries its name as the node label contract.NODE_LABEL (their hostnames are all the same).
+and socket (and its own containerd, which it supervises). The namespaces hang on one host bridge of a free
+10.31.Y.0/24 that nothing else uses; the only iptables rule the lab adds accepts forwarding on that bridge (Docker's
+FORWARD policy is DROP), and no namespace has a default route: all traffic stays between the namespaces and the
+host's end of the bridge. In a swarm the nodes have no default bridge; the first node is the swarm manager and runs
+Debian's `docker-registry` on its bridge address; the others join as workers. Every node carries its name as the
+node label contract.NODE_LABEL (their hostnames are all the same). A lone engine (`swarm=False`) keeps its default
+bridge, inside its namespace, so that a stack builds and runs on it as on any host; whatever must reach its
+containers' addresses runs in its namespace (`LabNode.enter`).
 
 Everything made is recorded in `<state>/lab.json` as soon as it exists, so `down` removes exactly that (daemons,
 registry, mounts, data roots, namespaces, bridge, iptables rule), also after a failed `up`.
@@ -33,7 +37,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from model import contract
-from scripts.lab.sandbox import used_subnets
+from scripts.lab.sandbox import claim_subnet
 from scripts.lib.step import write_atomic
 
 LAB_OCTET = 31  # the lab's underlay lives in 10.31.0.0/16, one /24 per lab
@@ -53,6 +57,11 @@ class LabNode(BaseModel):
     pid: int | None = None
     node_id: str | None = None
 
+    @property
+    def enter(self) -> list[str]:
+        """The prefix that runs a command in the node's network namespace, where its containers' addresses are."""
+        return ["nsenter", f"--net=/var/run/netns/{self.netns}"]
+
 
 class Lab(BaseModel):
     id: str
@@ -62,6 +71,7 @@ class Lab(BaseModel):
     host_address: str
     nodes: list[LabNode] = []
     registry_pid: int | None = None
+    swarm: bool = True  # False: one engine on its own, with its default bridge
     forward_rule: list[str] | None = None  # the iptables rule spec (after `-I FORWARD` / `-D FORWARD`)
 
     @property
@@ -119,23 +129,22 @@ def missing_tools() -> list[str]:
 
 
 def free_subnet() -> ipaddress.IPv4Network:
-    """A 10.31.Y.0/24 that no host route and no Docker network of the host uses."""
-    used = used_subnets()
-    for y in range(1, 255):
-        net = ipaddress.IPv4Network(f"10.{LAB_OCTET}.{y}.0/24")
-        if not any(net.overlaps(u) for u in used):
-            return net
-    raise RuntimeError(f"no free 10.{LAB_OCTET}.Y.0/24 for a swarm lab")
+    """A 10.31.Y.0/24 that no host route, no Docker network of the host and no other lab of this process uses."""
+    net = claim_subnet(ipaddress.IPv4Network(f"10.{LAB_OCTET}.{y}.0/24") for y in range(1, 255))
+    if net is None:
+        raise RuntimeError(f"no free 10.{LAB_OCTET}.Y.0/24 for a swarm lab")
+    return net
 
 
 def load_lab(lab_id: str) -> Lab:
     return Lab.model_validate_json((STATE_ROOT / lab_id / "lab.json").read_text())
 
 
-def up(nodes: int, lab_id: str | None = None) -> Lab:
-    """Build the lab; on any failure remove what was made and re-raise."""
-    if nodes < 2:
-        raise ValueError(f"a swarm lab has at least 2 nodes, not {nodes}")
+def up(nodes: int, lab_id: str | None = None, swarm: bool = True) -> Lab:
+    """Build the lab (a swarm, or with `swarm=False` one engine on its own); on any failure remove what was made and
+    re-raise."""
+    if nodes < 2 if swarm else nodes != 1:
+        raise ValueError(f"a swarm lab has at least 2 nodes, an engine on its own 1, not {nodes}")
     lab_id = lab_id or secrets.token_hex(2)
     if not lab_id.isalnum() or len(lab_id) > 6:
         raise ValueError(f"lab id {lab_id!r}: at most 6 letters or digits (interface names are short)")
@@ -150,6 +159,7 @@ def up(nodes: int, lab_id: str | None = None) -> Lab:
         subnet=str(subnet),
         bridge=f"agsw{lab_id}",
         host_address=str(subnet.network_address + 1),
+        swarm=swarm,
     )
     if (Path(lab.state_dir) / "lab.json").exists():
         raise RuntimeError(f"lab {lab_id} exists already ({lab.state_dir}); `down {lab_id}` first")
@@ -158,8 +168,9 @@ def up(nodes: int, lab_id: str | None = None) -> Lab:
         _network(lab, nodes)
         for node in lab.nodes:
             _daemon(lab, node)
-        _swarm(lab)
-        _registry(lab)
+        if swarm:
+            _swarm(lab)
+            _registry(lab)
     except BaseException:
         say("up failed; removing what was made")
         down(lab)
@@ -217,8 +228,7 @@ def _daemon(lab: Lab, node: LabNode) -> None:
     log = open(Path(lab.state_dir) / node.name / "dockerd.log", "ab")
     proc = subprocess.Popen(
         [
-            "nsenter",
-            f"--net=/var/run/netns/{node.netns}",
+            *node.enter,
             "dockerd",
             "--data-root",
             node.data_root,
@@ -228,10 +238,7 @@ def _daemon(lab: Lab, node: LabNode) -> None:
             f"{node.exec_root}/dockerd.pid",
             "-H",
             f"unix://{node.socket}",
-            "--bridge",
-            "none",
-            "--insecure-registry",
-            lab.subnet,
+            *(["--bridge", "none", "--insecure-registry", lab.subnet] if lab.swarm else []),
             "--log-level",
             "warn",
         ],
@@ -248,6 +255,16 @@ def _daemon(lab: Lab, node: LabNode) -> None:
             raise RuntimeError(f"dockerd of {node.name} did not start; see {log.name}")
         time.sleep(0.5)
     say(f"{node.name}: dockerd in {node.netns} at {node.address} ({node.socket})")
+
+
+def restart(lab: Lab, node: LabNode) -> None:
+    """Restart a node's daemon as a host's service manager would: SIGTERM (the daemon stops its containers, as it does
+    without live-restore), wait for it to exit, start it again with the same settings."""
+    _stop(node.pid, 60)
+    deadline = time.monotonic() + 30
+    while node.pid and _alive(node.pid) and time.monotonic() < deadline:  # after a SIGKILL: gone before the new one
+        time.sleep(0.2)
+    _daemon(lab, node)
 
 
 def _swarm(lab: Lab) -> None:
@@ -274,7 +291,7 @@ def _registry(lab: Lab) -> None:
     )
     log = open(root / "registry.log", "ab")
     proc = subprocess.Popen(
-        ["nsenter", f"--net=/var/run/netns/{m.netns}", "docker-registry", "serve", str(config)],
+        [*m.enter, "docker-registry", "serve", str(config)],
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
@@ -390,11 +407,12 @@ def _empty(lab: Lab, node: LabNode) -> None:
     """Services (manager), the swarm membership and every container of a node whose daemon answers."""
     if not node.pid or lab.docker(node, "info", check=False).returncode:
         return
-    if node is lab.manager:
-        ids = lab.docker(node, "service", "ls", "-q", check=False).stdout.split()
-        if ids:
-            lab.docker(node, "service", "rm", *ids, check=False)
-    lab.docker(node, "swarm", "leave", "--force", check=False)
+    if lab.swarm:
+        if node is lab.manager:
+            ids = lab.docker(node, "service", "ls", "-q", check=False).stdout.split()
+            if ids:
+                lab.docker(node, "service", "rm", *ids, check=False)
+        lab.docker(node, "swarm", "leave", "--force", check=False)
     ids = lab.docker(node, "ps", "-aq", check=False).stdout.split()
     if ids:
         lab.docker(node, "rm", "-f", *ids, check=False)

@@ -191,6 +191,9 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     ]
     gitea = regs["experiment-platform-gitea"].inputs
     assert gitea["wait"] is True and gitea["healthcheck"]["interval"] == "5s"
+    # the watchdog starts a dead router again before its worker (a Docker daemon restart stops both)
+    watch = json.loads(unsecret(regs[f"{a}-nudges"].inputs["environment"])["AGENSH_INPUT"])
+    assert watch["routers"] == {w.inputs["name"]: r.inputs["name"] for w, r in zip(workers, routers)}
     for first, then in (
         ("kickoff", "export"),
         ("export", "shutdown"),

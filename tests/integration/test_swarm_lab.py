@@ -124,3 +124,37 @@ def test_down_leaves_nothing(docker_engine: None, tmp_path: Path):
     assert not any(swarm_lab._alive(pid) for pid in [lab.registry_pid, *(n.pid for n in lab.nodes)] if pid)
     assert lab.state_dir not in Path("/proc/self/mountinfo").read_text()
     assert not Path(lab.state_dir).exists() and not (swarm_lab.RUN_ROOT / lab.id).exists()
+
+
+def test_an_engine_of_its_own_restarts_like_a_host_daemon(docker_engine: None, base_image: str):
+    """The fault harness's engine (one daemon, no swarm, its own default bridge): a container runs on it and answers
+    on its address from the engine's namespace only; a restart stops it (no live-restore) and the engine comes back
+    with its networks and containers, the container startable again; `down` leaves nothing."""
+    from scripts.setup.calculator import BASE_IMAGE
+    from tests.integration.conftest import require_lab_tools
+
+    require_lab_tools()
+    lab = swarm_lab.up(1, swarm=False)
+    try:
+        node = lab.manager
+        swarm_lab.load(lab, [BASE_IMAGE])
+        lab.docker(node, "network", "create", "--internal", "--subnet", "10.201.7.0/24", "probe")
+        server = [BASE_IMAGE, "python3", "-m", "http.server", "8080"]
+        lab.docker(node, "run", "-d", "--name", "probe", "--network", "probe", "--ip", "10.201.7.5", *server)
+        answer = ["curl", "-fsS", "-o", "/dev/null", "--retry", "20", "--retry-connrefused", "--retry-delay", "1"]
+        assert run(*node.enter, *answer, "http://10.201.7.5:8080/").returncode == 0
+        before = node.pid
+        swarm_lab.restart(lab, node)
+        assert node.pid != before and not swarm_lab._alive(before)
+        state = lab.docker(node, "inspect", "-f", "{{.State.Running}} {{.RestartCount}}", "probe").stdout.split()
+        assert state == ["false", "0"]  # stopped by the restart, not started again by itself
+        lab.docker(node, "start", "probe")
+        assert "probe" in lab.docker(node, "network", "ls", "--format", "{{.Name}}").stdout.split()
+        assert lab.docker(node, "inspect", "-f", "{{.State.Running}}", "probe").stdout.strip() == "true"
+    finally:
+        assert swarm_lab.down(lab) == [], "the engine left something behind"
+    assert not Path(lab.state_dir).exists() and not swarm_lab._alive(node.pid or 0)
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), capture_output=True, text=True)

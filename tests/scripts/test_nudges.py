@@ -93,9 +93,10 @@ def test_an_idle_worker_is_nudged_once_an_active_one_never(tmp_path: Path, base_
 
 def test_a_worker_found_stopped_before_the_deadline_is_started_again(tmp_path: Path, base_image: str):
     """After a reboot the refreshed stack holds the worker created stopped, and the finished wake step does not run
-    again: the watchdog starts it for the time left, once, and records the restart; a dead platform service too."""
+    again: the watchdog starts it for the time left, once, and records the restart; a dead platform service too, and
+    (a Docker daemon restart stops them all) the worker's router, before the worker."""
     worker = f"agensh-test-nudge-{uuid.uuid4().hex[:6]}-stopped"
-    service = f"{worker}-gitea"
+    service, router = f"{worker}-gitea", f"{worker}-router"
     server = ThreadingHTTPServer(("127.0.0.1", 0), Mattermost)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Mattermost.posts.clear()
@@ -116,11 +117,12 @@ def test_a_worker_found_stopped_before_the_deadline_is_started_again(tmp_path: P
             check=True,
             capture_output=True,
         )
-        subprocess.run(
-            ["docker", "create", "--name", service, "--network", "none", BASE_IMAGE, "sleep", "300"],
-            check=True,
-            capture_output=True,
-        )
+        for name in (service, router):
+            subprocess.run(
+                ["docker", "create", "--name", name, "--network", "none", BASE_IMAGE, "sleep", "300"],
+                check=True,
+                capture_output=True,
+            )
         start = time.time()
         rd = RunDir(tmp_path)
         woke = WakeResult(
@@ -140,19 +142,20 @@ def test_a_worker_found_stopped_before_the_deadline_is_started_again(tmp_path: P
             mattermost_user="pbench-admin",
             workers={worker: "t-1"},
             platform=[service],
+            routers={worker: router},
             idle_nudge_s=60,
             idle_check_s=1,
         )
         assert nudges.main({"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
         state = subprocess.run(
-            ["docker", "inspect", "-f", "{{.State.Running}}", worker, service], capture_output=True, text=True
+            ["docker", "inspect", "-f", "{{.State.Running}}", worker, service, router], capture_output=True, text=True
         ).stdout.split()
     finally:
         server.shutdown()
-        subprocess.run(["docker", "rm", "-f", worker, service], capture_output=True)
+        subprocess.run(["docker", "rm", "-f", worker, service, router], capture_output=True)
     result = json.loads(rd.receipt("nudges", "t").read_text())["result"]
-    assert state == ["true", "true"] and [r["worker"] for r in result["restarts"]] == [service, worker]
-    assert [e["kind"] for e in result["events"]] == ["restart", "restart"] and Mattermost.posts == []
+    assert state == ["true"] * 3 and [r["worker"] for r in result["restarts"]] == [service, router, worker]
+    assert [e["kind"] for e in result["events"]] == ["restart"] * 3 and Mattermost.posts == []
 
 
 def test_a_data_root_running_low_is_said_once_per_spell(tmp_path: Path, monkeypatch, capsys):
