@@ -33,7 +33,7 @@ from model.rundir import DATA_ROOT_FULL, RunDir
 from model.step_inputs import NudgesInputs
 from scripts.lib.activity import last_logged
 from scripts.lib.chat import post_to_team
-from scripts.lib.step import StepFailed, progress, step_main, write_marker
+from scripts.lib.step import StepFailed, mark_data_root_full, progress, step_main
 from scripts.lib.workers import running, start_worker
 
 SERVICE_CHECK_S = 5  # how soon a dead platform service is started again (a `docker inspect` each)
@@ -58,19 +58,9 @@ def low_space(rd: RunDir, task_id: str, was_low: bool, now: float, events: list[
 
 
 def mark_full(rd: RunDir, task_id: str, free: int, now: float, events: list[Event]) -> None:
-    """The task marked DATA_ROOT_FULL (scored incomplete): the team's work since cannot be pushed, and a resumed run
-    cannot bring it back. A full filesystem still takes the marker's directory entry when its text finds no room."""
-    reason = f"the data root was full ({free // 2**20} MiB free) while the team worked: it could not push"
-    try:
-        write_marker(rd, task_id, DATA_ROOT_FULL, reason)
-    except OSError:
-        rd.marker(task_id, DATA_ROOT_FULL).touch()
+    """The task marked DATA_ROOT_FULL, and the moment put on the timeline."""
+    mark_data_root_full(rd, task_id, f"the data root was full ({free // 2**20} MiB free) while the team worked")
     events.append(Event(kind="data_root_full", at=now, label=f"{free // 2**20} MiB free"))
-    progress(
-        f"nudges: ERROR: the data root ({rd.path}) is full: Gitea and MariaDB take no writes and the team cannot "
-        f"push, so this task is marked {DATA_ROOT_FULL} and will be scored incomplete. Make room now; if this `up` "
-        "then fails, run `pulumi cancel` and the same `make up`"
-    )
 
 
 def restart_dead(containers: list[str], now: float, restarts: list[Restart]) -> None:

@@ -2,17 +2,23 @@
 then stop the routers. Nothing done here can enter the submission: it was exported before this step runs.
 
 Workers get SIGTERM and up to `grace_s` seconds (`docker stop -t`); each must leave `state.tar.gz` in its
-archive directory. The receipt says which archives are complete; `archives_complete: false` makes the score
-step refuse a complete score and keeps cleanup from deleting anything. Each worker's session activity (its log's
-`activity` lines) is kept as `activity.jsonl` beside its archive and summarised in the receipt.
+archive directory. A worker whose archive is then missing or corrupt though it has stopped (its seal failed: the
+data root was full while it sealed, and this step failed too; after making room the step runs again) still holds
+its HOME and workspace in its container: it is started and stopped once more, so it seals anew (one host; the
+submission was exported before this step, so nothing the agent does meanwhile can enter it). The receipt says which
+archives are complete; `archives_complete: false` makes the score step refuse a complete score and keeps cleanup
+from deleting anything. Each worker's session activity (its log's `activity` lines) is kept as `activity.jsonl`
+beside its archive and summarised in the receipt.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -23,10 +29,12 @@ from model.rundir import RunDir
 from model.step_inputs import ShutdownInputs
 from scripts.lib import activity
 from scripts.lib.step import load_inputs, progress, run_step
+from scripts.lib.workers import running, start_worker
 from scripts.swarm_nodes import collect
 
 ArchiveState = Literal["ok", "missing", "corrupt"]
 ROUTER_GRACE_S = 10
+HANDLER_WAIT_S = 30  # how long a restarted worker may take to be ready to seal
 
 
 def stop(names: list[str], grace_s: int, services: bool = False) -> None:
@@ -52,6 +60,30 @@ def verify(archive_dir: Path) -> ArchiveState:
     return "ok"
 
 
+def handles_sigterm(name: str) -> bool:
+    """Whether a running container's first process has its SIGTERM handler (the kernel's SigCgt mask): a container's
+    init ignores a SIGTERM it does not handle, so one sent earlier would be lost and the seal never made."""
+    pid = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", name], capture_output=True, text=True).stdout
+    try:
+        status = Path(f"/proc/{int(pid)}/status").read_text().splitlines()
+        caught = int(next(line for line in status if line.startswith("SigCgt:")).split()[1], 16)
+    except (ValueError, OSError, StopIteration):
+        return False
+    return bool(caught & 1 << (signal.SIGTERM - 1))
+
+
+def reseal(a: ShutdownInputs, stopped: list[str]) -> dict[str, ArchiveState]:
+    """Stopped workers without a good archive, started and stopped again to seal anew; their archives' states."""
+    for name in stopped:
+        progress(f"shutdown: {name}: no good archive; started again to seal it anew")
+        start_worker(name, False)
+    deadline = time.monotonic() + HANDLER_WAIT_S
+    while not all(handles_sigterm(n) for n in stopped) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    stop(stopped, a.grace_s)
+    return {name: verify(Path(a.workers[name])) for name in stopped}
+
+
 def shutdown(a: ShutdownInputs) -> ShutdownResult:
     progress(f"shutdown: {len(a.workers)} workers get up to {a.grace_s} s to seal archives")
     stop(list(a.workers), a.grace_s, a.services)
@@ -61,6 +93,8 @@ def shutdown(a: ShutdownInputs) -> ShutdownResult:
         except (RuntimeError, subprocess.CalledProcessError) as err:
             progress(f"shutdown: {name}: collecting its archive failed: {err}")
     archives = {name: verify(Path(d)) for name, d in a.workers.items()}
+    if not a.services:
+        archives |= reseal(a, [n for n, state in archives.items() if state != "ok" and not running(n, False)])
     sessions = {}
     for name, d in a.workers.items():
         events = activity.lines(name, a.services)

@@ -309,6 +309,17 @@ def sigkill(s: Sandbox, proc: subprocess.Popen[str]) -> None:
     kill_session(proc)
 
 
+def sigkill_pulumi(s: Sandbox, proc: subprocess.Popen[str]) -> None:
+    """SIGKILL of the `pulumi up` process alone (the kernel's OOM killer, a `kill -9` of the wrong pid): its plugins
+    and the step program it started go on without it, orphaned. The launch execs the update, so the process started
+    is pulumi itself by then."""
+    comm = Path(f"/proc/{proc.pid}/comm").read_text().strip()
+    if comm != "pulumi":
+        raise RuntimeError(f"the launch's process is {comm!r}, not pulumi's update")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def sigint(s: Sandbox, proc: subprocess.Popen[str]) -> None:
     """Ctrl-C: pulumi finishes what is in flight and stops; a second Ctrl-C after 60 s, as an impatient user would."""
     os.kill(proc.pid, signal.SIGINT)
@@ -420,6 +431,7 @@ def cancel(s: Sandbox) -> None:
 
 FAULTS = {
     "sigkill": Fault("sigkill", sigkill, lambda s: [], cancel),
+    "sigkill-pulumi": Fault("sigkill-pulumi", sigkill_pulumi, lambda s: [], cancel),
     "sigint": Fault("sigint", sigint, lambda s: []),
     "reboot": Fault("reboot", reboot, lambda s: ["--refresh"], cancel),
     "kill-mysql": Fault("kill-mysql", docker_kill("mysql"), lambda s: ["--refresh"]),
@@ -454,6 +466,9 @@ MOMENTS = {
 CELLS = [
     f"sigkill@{PREVIEW}",
     *(f"sigkill@{m}" for m in MOMENTS),
+    "sigkill-pulumi@seed",
+    "sigkill-pulumi@export",
+    "sigkill-pulumi@evaluate",
     "sigint@export",
     "sigint@evaluate",
     "reboot@export",

@@ -8,6 +8,7 @@ receipt and does nothing (Pulumi re-runs a step only when its inputs change or i
 from __future__ import annotations
 
 import calendar
+import errno
 import fcntl
 import hashlib
 import json
@@ -21,10 +22,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from model.records import IndexRow, Receipt, Record, receipt_model
-from model.rundir import MARKERS, RunDir
+from model.records import IndexRow, KickoffResult, Receipt, Record, receipt_model
+from model.rundir import DATA_ROOT_FULL, MARKERS, RunDir
 from model.step_inputs import Inputs
-from model.steps import StepDef, receipt_path
+from model.steps import KICKOFF, StepDef, receipt_path, result_of
 
 InputsT = TypeVar("InputsT", bound=BaseModel)
 
@@ -86,6 +87,27 @@ def write_marker(rd: RunDir, task_id: str | None, name: str, reason: str) -> Non
     path.write_text(f"{now()} {reason}\n")
 
 
+def mark_data_root_full(rd: RunDir, task_id: str, reason: str) -> None:
+    """The task marked DATA_ROOT_FULL (scored incomplete; no step withdraws it): while the data root is full Gitea and
+    MariaDB take no writes, the team cannot push, and no resumed run brings that work back. A full filesystem still
+    takes the marker's directory entry when its text finds no room."""
+    try:
+        write_marker(rd, task_id, DATA_ROOT_FULL, f"{reason}: it could not push")
+    except OSError:
+        rd.marker(task_id, DATA_ROOT_FULL).touch()
+    progress(
+        f"ERROR: the data root ({rd.path}) is full: Gitea and MariaDB take no writes and the team cannot push, so "
+        f"task {task_id} is marked {DATA_ROOT_FULL} and will be scored incomplete. Make room now; if this `up` then "
+        "fails, run `pulumi cancel` and the same `make up`"
+    )
+
+
+def team_at_work(rd: RunDir, task_id: str) -> bool:
+    """Kicked off, and its deadline not passed."""
+    kickoff = result_of(rd, KICKOFF, task_id, KickoffResult)
+    return kickoff is not None and time.time() < kickoff.deadline_epoch
+
+
 def digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -130,8 +152,13 @@ def run_step(
     `extra_digest`: state beyond the inputs that must re-run the step when it changes (a file another step wrote)."""
     path = receipt_path(rd, step, task_id)
     key = digest({"inputs": inputs.model_dump(mode="json"), **(extra_digest or {})})
-    with exclusive(rd.lock(step.name, task_id), step.name):
-        return _run_locked(step.name, rd, task_id, path, key, body, failure_marker, keep_marker)
+    try:
+        with exclusive(rd.lock(step.name, task_id), step.name):
+            return _run_locked(step.name, rd, task_id, path, key, body, failure_marker, keep_marker)
+    except OSError as err:  # the data root full: no receipt can be written; the step fails and runs again later
+        if err.errno == errno.ENOSPC and task_id and team_at_work(rd, task_id):  # the watchdog may not see it first
+            mark_data_root_full(rd, task_id, f"the data root was full while the team worked ({step.name} step)")
+        raise
 
 
 @contextmanager
@@ -178,6 +205,10 @@ def _run_locked(
         marker = keep_marker(result)
     except StepFailed as err:
         error, marker, details = str(err), err.marker or failure_marker, err.details
+    except OSError as err:
+        if err.errno == errno.ENOSPC:  # no room for a receipt either: run_step says what it means
+            raise
+        error, marker = f"{type(err).__name__}: {err}", failure_marker
     except Exception as err:  # noqa: BLE001 - an unexpected failure is still recorded before the step fails
         error, marker = f"{type(err).__name__}: {err}", failure_marker
     if error is not None and marker and task_id:
@@ -185,7 +216,7 @@ def _run_locked(
     if error is None and task_id:  # a retry that succeeds withdraws the marker this step left
         for name in MARKERS:
             left = rd.marker(task_id, name)
-            if name != marker and left.exists() and f" {step}: " in left.read_text():
+            if name not in (marker, DATA_ROOT_FULL) and left.exists() and f" {step}: " in left.read_text():
                 left.unlink()
     receipt = receipt_model(type(result) if result is not None else Record)(
         step=step,

@@ -89,3 +89,12 @@ def test_a_reboot_then_a_full_disk_while_archiving(pulumi_engine: str, base_imag
     It scores what a clean run scores, with verified copies, and nothing left behind."""
     verdict = faults.run_sequence(["reboot@export", "disk-full@shutdown"], CLEAN)
     assert verdict.verdict == "held", verdict
+
+
+def test_a_data_root_full_while_the_team_works_marks_the_task(pulumi_engine: str, base_image: str):
+    """The data root (a small tmpfs of the run's own) fills as the export starts waiting for the deadline, while the
+    team works: it cannot push, which no recovery brings back, so the run says so. The task is marked DATA_ROOT_FULL,
+    scored incomplete and counted failed; after making room and the same launch, nothing else differs from a clean
+    run: the copies verified, nothing left running, destroy leaving nothing."""
+    verdict = faults.run_sequence(["disk-full@export"], CLEAN)
+    assert verdict.verdict == "marked", verdict  # only where the task holds the marker and all else held

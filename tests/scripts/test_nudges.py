@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import subprocess
 import threading
@@ -10,10 +11,14 @@ import uuid
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from model.records import Receipt, Wake, WakeResult
+import pytest
+
+from model import steps
+from model.records import Receipt, RemindersResult, Wake, WakeResult
 from model.rundir import DATA_ROOT_FULL, RunDir
-from model.step_inputs import NudgesInputs
+from model.step_inputs import NudgesInputs, RemindersInputs
 from scripts import nudges
+from scripts.lib import step
 from scripts.lib.scoring import problems_of
 from scripts.lib.step import now, write_atomic
 from scripts.setup.calculator import BASE_IMAGE
@@ -194,8 +199,35 @@ def test_a_full_data_root_marks_the_task_once_and_it_scores_incomplete(tmp_path:
 
 def test_a_full_data_root_with_no_room_for_the_reason_still_marks(tmp_path: Path, monkeypatch):
     """When not even the marker's text fits, its empty file still stands against the score."""
-    monkeypatch.setattr(nudges, "write_marker", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left")))
+    monkeypatch.setattr(step, "write_marker", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left")))
     rd = RunDir(tmp_path)
     (tmp_path / "t").mkdir()
     nudges.mark_full(rd, "t", 0, 1.0, [])
     assert rd.markers("t") == [DATA_ROOT_FULL] and rd.marker("t", DATA_ROOT_FULL).read_text() == ""
+
+
+def test_a_step_that_finds_the_data_root_full_while_the_team_works_marks_the_task(tmp_path: Path):
+    """The watchdog is not the only one to see a full data root: a step failing for want of room while the team works
+    (its `up` then fails and takes the watchdog down with it) marks the task, and a later successful run of that step
+    does not withdraw the marker. After the deadline the same failure marks nothing (archiving or copying resumes)."""
+    rd = RunDir(tmp_path)
+    inputs = RemindersInputs(run_dir=str(tmp_path), task_id="t", mattermost_url="", mattermost_user="u", minutes=[])
+
+    def no_room() -> RemindersResult:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def reminders(task: str, body) -> int:
+        return step.run_step(steps.REMINDERS, rd, task, inputs, body)
+
+    kicked_off(tmp_path, "t", time.time() + 60)
+    with pytest.raises(OSError):
+        reminders("t", no_room)
+    assert rd.markers("t") == [DATA_ROOT_FULL]
+    assert "while the team worked (reminders step): it could not push" in rd.marker("t", DATA_ROOT_FULL).read_text()
+    assert reminders("t", lambda: RemindersResult(posted=[], skipped=[], deadline="")) == 0  # room again
+    assert rd.markers("t") == [DATA_ROOT_FULL]  # the step succeeded; the mark stays
+
+    kicked_off(tmp_path, "late", time.time() - 1)
+    with pytest.raises(OSError):
+        reminders("late", no_room)
+    assert rd.markers("late") == []

@@ -150,11 +150,19 @@ def test_preflight_refuses_a_worker_image_whose_copilot_is_not_the_pin(images, t
 
 
 def test_shutdown_verifies_archives(images, tmp_path: Path):
+    """Worker 1 seals; worker 2 never does (missing); worker 3's first seal is corrupt (as when the data root was full
+    while it sealed), so the shutdown starts and stops it again, and its second seal is good."""
     run, good, _, _ = images
     names, dirs = [], {}
-    script = "trap 'tar -czf /archive/state.tar.gz -C / etc/hostname; exit 0' TERM; while true; do sleep 1; done"
+    seal = "tar -czf /archive/state.tar.gz -C / etc/hostname"
+    scripts = {
+        1: f"trap '{seal}; exit 0' TERM; while true; do sleep 1; done",
+        2: "sleep 300",
+        3: f"trap 'if [ -e /archive/tried ]; then {seal}; else touch /archive/tried; "
+        "echo torn > /archive/state.tar.gz; fi; exit 0' TERM; while true; do sleep 1; done",
+    }
     try:
-        for i, seals in ((1, True), (2, False)):
+        for i, script in scripts.items():
             d = tmp_path / f"archive-{i}"
             d.mkdir()
             name = f"agensh-test-{run}-w{i}"
@@ -172,7 +180,7 @@ def test_shutdown_verifies_archives(images, tmp_path: Path):
                 good,
                 "bash",
                 "-c",
-                script if seals else "sleep 300",
+                script,
             )
             names.append(name)
             dirs[name] = str(d)
@@ -184,7 +192,8 @@ def test_shutdown_verifies_archives(images, tmp_path: Path):
         a = {"run_dir": str(tmp_path / "run"), "task_id": "t", "grace_s": 3, "workers": dirs, "routers": [router]}
         assert shutdown.main({"AGENSH_INPUT": json.dumps(a)}) == 0
         receipt = json.loads((tmp_path / "run" / "t" / "receipts" / "shutdown.json").read_text())["result"]
-        assert receipt["archives"] == {names[0]: "ok", names[1]: "missing"} and receipt["archives_complete"] is False
+        assert receipt["archives"] == {names[0]: "ok", names[1]: "missing", names[2]: "ok"}
+        assert receipt["archives_complete"] is False and (Path(dirs[names[2]]) / "tried").exists()
         assert docker("inspect", "-f", "{{.State.Running}}", router) == "false"
     finally:
         docker("rm", "-f", *names, check=False)
