@@ -345,6 +345,7 @@ class Experiment(pulumi.ComponentResource):
                 workers=dict(zip(archives, p.task_budget.worker_offsets)),
                 services=swarm,
                 ready=self._ready(task),
+                routers={} if swarm else self._routers(task),
             ),
             self.opts(team),
             env=self.docker_env,

@@ -95,6 +95,9 @@ class WakeInputs(TaskInputs):
     # container name -> where its router answers once up (model/roles.ready_url); a worker starts only after that
     ready: dict[str, str] = {}
     ready_timeout_s: float = READY_TIMEOUT_S
+    # container name -> its router, started first when found stopped (a router is not recreated once stopped: after
+    # `make down` and `pulumi up --refresh` only the steps start it again)
+    routers: dict[str, str] = {}
 
 
 class MattermostInputs(TaskInputs):

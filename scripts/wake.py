@@ -57,6 +57,9 @@ def wake(a: WakeInputs) -> WakeResult:
             continue
         if (left := due - time.time()) > 0:
             time.sleep(left)
+        if (router := a.routers.get(name)) and not running(router, False):
+            progress(f"wake: worker {k}'s router was stopped (`make down`?); starting it")
+            start_worker(router, False)
         if name in a.ready:
             wait_ready(a.ready[name], a.ready_timeout_s, f"worker {k}'s router")
         out = start_worker(name, a.services)

@@ -186,6 +186,7 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     routers = [regs[f"{a}-router-{n}"] for n in range(1, 9)]
     assert all("wait" not in r.inputs and r.inputs["healthcheck"]["interval"] == "30s" for r in routers)
     assert list(wake["ready"]) == list(wake["workers"])
+    assert wake["routers"] == {w.inputs["name"]: r.inputs["name"] for w, r in zip(workers, routers)}
     assert [urlsplit(u).hostname for u in wake["ready"].values()] == [
         r.inputs["networksAdvanced"][0]["ipv4Address"] for r in routers
     ]

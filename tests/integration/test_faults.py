@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from model import contract
 from scripts.lab import faults
 
 # what the demo's shape scores and leaves when nothing goes wrong (the clean run of `make faults` measures it)
@@ -55,14 +56,27 @@ def test_a_second_up_plans_no_change(bare):
     assert len(ceilings) == 4 and all(m == swap for m, swap in ceilings)  # 2 routers, 2 workers: no swap beyond
 
 
-def test_destroy_beside_another_profile_leaves_it_untouched(bare):
-    """Two demo-shaped profiles on one host share the pulled images (the real Gitea and MariaDB): destroying one
-    ends cleanly, removes none of them, and the other's containers, images and plan do not change."""
+def test_down_and_destroy_beside_another_profile_leave_it_untouched(bare):
+    """Two demo-shaped profiles on one host share the pulled images (the real Gitea and MariaDB). `make down` of one
+    stops all its containers and keeps its data; the documented `pulumi up --refresh` brings its platform back (its
+    routers and workers are the steps' to start: the wake step, or the watchdog while the team works); destroying it
+    then ends cleanly and removes none of the shared images; and the other's containers, images and plan do not
+    change through any of it."""
     a, b = bare("keep"), bare("gone")
     up(a)
     up(b)
     before = a.footprint()
     assert len(before.containers) == CLEAN.containers and before.tags  # the bare topology: the same containers
+    running = {n for n, (_, state, _, _) in b.footprint().containers.items() if state == "running"}
+    down = subprocess.run(["bash", "scripts/host/down.sh", b.profile], cwd=b.proj, capture_output=True, text=True)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert running and not any(state == "running" for _, state, _, _ in b.footprint().containers.values())
+    assert (b.data / b.profile).is_dir()  # its data kept
+    assert before.changes(a.footprint()) == []
+    up(b, "--refresh")
+    routers = {"/" + contract.member_name(b.profile, faults.TASK, "router", k) for k in (1, 2)}
+    again = {n for n, (_, state, _, _) in b.footprint().containers.items() if state == "running"}
+    assert running - routers and running - routers <= again
     assert b.destroy() == ""
     assert before.changes(a.footprint()) == []  # the same containers (ids, states, starts), networks, image tags
     plan = a.preview("--expect-no-changes")

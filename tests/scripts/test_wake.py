@@ -133,3 +133,12 @@ def test_a_router_that_never_answers_fails_the_wake_clearly(stopped_workers, tmp
     assert f"worker 1's router did not answer at {url} within 2 s" in receipt["error"]
     out = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", worker], capture_output=True, text=True)
     assert out.stdout.strip() == "false"  # the worker was not started without its router
+
+
+def test_a_stopped_router_is_started_before_its_worker(stopped_workers, tmp_path: Path):
+    """A router is not recreated once stopped (it is stopped on purpose at shutdown): after `make down` and `pulumi up
+    --refresh` the wake step itself starts it, before it waits for it and starts the worker."""
+    worker, router = stopped_workers[:2]
+    a = WakeInputs(run_dir=str(tmp_path), task_id="t", workers={worker: 0.0}, routers={worker: router})
+    assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) == 0
+    assert started_at(router) <= started_at(worker)
