@@ -155,10 +155,16 @@ def run_step(
     try:
         with exclusive(rd.lock(step.name, task_id), step.name):
             return _run_locked(step.name, rd, task_id, path, key, body, failure_marker, keep_marker)
-    except OSError as err:  # the data root full: no receipt can be written; the step fails and runs again later
-        if err.errno == errno.ENOSPC and task_id and team_at_work(rd, task_id):  # the watchdog may not see it first
-            mark_data_root_full(rd, task_id, f"the data root was full while the team worked ({step.name} step)")
+    except OSError as err:  # no room for its lock or receipt: the step fails and runs again later
+        no_room(err, rd, task_id, step.name)
         raise
+
+
+def no_room(err: Exception, rd: RunDir, task_id: str | None, step: str) -> None:
+    """A step that fails for want of room while the team works marks the task DATA_ROOT_FULL: the watchdog may not
+    see it first (this failure can end the `up`, and the watchdog with it)."""
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC and task_id and team_at_work(rd, task_id):
+        mark_data_root_full(rd, task_id, f"the data root was full while the team worked ({step} step)")
 
 
 @contextmanager
@@ -205,12 +211,9 @@ def _run_locked(
         marker = keep_marker(result)
     except StepFailed as err:
         error, marker, details = str(err), err.marker or failure_marker, err.details
-    except OSError as err:
-        if err.errno == errno.ENOSPC:  # no room for a receipt either: run_step says what it means
-            raise
-        error, marker = f"{type(err).__name__}: {err}", failure_marker
     except Exception as err:  # noqa: BLE001 - an unexpected failure is still recorded before the step fails
         error, marker = f"{type(err).__name__}: {err}", failure_marker
+        no_room(err, rd, task_id, step)
     if error is not None and marker and task_id:
         write_marker(rd, task_id, marker, f"{step}: {error}")
     if error is None and task_id:  # a retry that succeeds withdraws the marker this step left

@@ -206,10 +206,11 @@ def test_a_full_data_root_with_no_room_for_the_reason_still_marks(tmp_path: Path
     assert rd.markers("t") == [DATA_ROOT_FULL] and rd.marker("t", DATA_ROOT_FULL).read_text() == ""
 
 
-def test_a_step_that_finds_the_data_root_full_while_the_team_works_marks_the_task(tmp_path: Path):
+def test_a_step_that_finds_the_data_root_full_while_the_team_works_marks_the_task(tmp_path: Path, monkeypatch):
     """The watchdog is not the only one to see a full data root: a step failing for want of room while the team works
-    (its `up` then fails and takes the watchdog down with it) marks the task, and a later successful run of that step
-    does not withdraw the marker. After the deadline the same failure marks nothing (archiving or copying resumes)."""
+    (its `up` then fails and takes the watchdog down with it) marks the task, whether its work or its own receipt met
+    the full disk, and a later successful run of that step does not withdraw the marker. After the deadline the same
+    failure marks nothing (archiving or copying resumes once there is room) and is recorded as any failure is."""
     rd = RunDir(tmp_path)
     inputs = RemindersInputs(run_dir=str(tmp_path), task_id="t", mattermost_url="", mattermost_user="u", minutes=[])
 
@@ -219,15 +220,22 @@ def test_a_step_that_finds_the_data_root_full_while_the_team_works_marks_the_tas
     def reminders(task: str, body) -> int:
         return step.run_step(steps.REMINDERS, rd, task, inputs, body)
 
-    kicked_off(tmp_path, "t", time.time() + 60)
-    with pytest.raises(OSError):
-        reminders("t", no_room)
+    def posted() -> RemindersResult:
+        return RemindersResult(posted=[], skipped=[], deadline="")
+
+    for task in ("t", "w", "late"):
+        kicked_off(tmp_path, task, time.time() + (-1 if task == "late" else 60))
+    assert reminders("t", no_room) == 1  # its work met the full disk; the failure is recorded
     assert rd.markers("t") == [DATA_ROOT_FULL]
     assert "while the team worked (reminders step): it could not push" in rd.marker("t", DATA_ROOT_FULL).read_text()
-    assert reminders("t", lambda: RemindersResult(posted=[], skipped=[], deadline="")) == 0  # room again
-    assert rd.markers("t") == [DATA_ROOT_FULL]  # the step succeeded; the mark stays
+    assert reminders("t", posted) == 0 and rd.markers("t") == [DATA_ROOT_FULL]  # room again: the mark stays
 
-    kicked_off(tmp_path, "late", time.time() - 1)
-    with pytest.raises(OSError):
-        reminders("late", no_room)
-    assert rd.markers("late") == []
+    with monkeypatch.context() as m:  # the receipt itself finds no room
+        m.setattr(step, "write_atomic", lambda *a, **k: no_room())
+        with pytest.raises(OSError):
+            reminders("w", posted)
+    assert rd.markers("w") == [DATA_ROOT_FULL]
+
+    assert reminders("late", no_room) == 1 and rd.markers("late") == []
+    receipt = json.loads(rd.receipt("reminders", "late").read_text())
+    assert receipt["status"] == "failed" and "No space left" in receipt["error"]
