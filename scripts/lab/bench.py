@@ -10,8 +10,9 @@ topology (`run_steps: false`; private image tags, `uncached: true`, so no shared
   same dependency order with the same parallelism (8) and the same waits: every container with a health check is
   waited for until healthy, the one-shot bootstrap until it exited, and the workers the wake step starts are only
   created, as the components leave them; then the check that all of it is still there (re-up) and the removal;
-- compose (when `docker-compose` or `docker compose` is installed): the same containers from a generated Compose
-  file (`depends_on` with the same conditions), using the plain side's images, waited for in the same way.
+- compose: the same containers from a generated Compose file (`depends_on` with the same conditions) by the pinned
+  Docker Compose (built once from its Go module when missing), using the plain side's images, waited for in the
+  same way.
 Each side runs alone, on its own names and subnets; every network is `internal`; everything is removed at the end,
 also on failure. Sizes whose running containers would not fit in this machine's memory are previewed only.
 
@@ -37,7 +38,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,7 +61,7 @@ from model.topology import Placement
 from scripts.cli.status import mib
 from scripts.lab import docker_disk, swarm_lab
 from scripts.lab.sandbox import PREVIEW_ENV, ROOT, free_octet, isolated_env, profile_config, project_copy
-from scripts.setup import demo_images, service_images
+from scripts.setup import demo_images, go_build, service_images
 
 PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
 DEMO_CLEANROOM = contract.cleanroom_image("testorg__calculator.abc1234", "agensh-demo")
@@ -495,11 +495,10 @@ class Plain:
 
 
 # --- compose --------------------------------------------------------------------------------------------------
-def compose_command() -> list[str] | None:
-    for cmd in (["docker", "compose"], ["docker-compose"]):
-        if shutil.which(cmd[0]) and subprocess.run([*cmd, "version"], capture_output=True).returncode == 0:
-            return cmd
-    return None
+def compose_command() -> list[str]:
+    """The pinned Docker Compose (`scripts/setup/go_build.py`; built once, about a minute, when missing), the same on
+    every machine: set-up installs none, and Debian's docker-compose 1.29 hung creating 128 containers."""
+    return [str(go_build.program(go_build.COMPOSE))]
 
 
 class Compose:
@@ -553,9 +552,7 @@ class Compose:
             nets[k]: {"internal": True, "ipam": {"config": [{"subnet": subnet}]}, "labels": {LABEL: f"compose-{RUN}"}}
             for k, subnet in lay.networks().items()
         }
-        (workdir / "compose.yaml").write_text(
-            yaml.safe_dump({"version": "2.4", "services": services, "networks": networks})
-        )
+        (workdir / "compose.yaml").write_text(yaml.safe_dump({"services": services, "networks": networks}))
 
     def up(self) -> float:
         t0 = time.monotonic()
@@ -687,13 +684,10 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                     failures.append(failed("plain", e))
                 finally:
                     result["plain_down"] = plain.down()
-                cmd = compose_command()
-                if cmd is None:
-                    failures.append("compose: neither `docker compose` nor `docker-compose` is installed")
-                elif "plain_build" in result:
+                if "plain_build" in result:
                     other = side_layout("compose")
                     images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
-                    compose = Compose(other, images, tmpdir, cmd)
+                    compose = Compose(other, images, tmpdir, compose_command())
                     try:
                         result["compose_up"] = compose.up()
                         result["compose_reup"] = compose.reup()

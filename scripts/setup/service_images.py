@@ -1,7 +1,7 @@
 """Real Gitea and MariaDB images for the demo and the tests, built on this machine without a registry.
 
 - Gitea: the Go module `code.gitea.io/gitea` (its go.mod has replace directives, so it is built inside a writable
-  copy of the module, not with `go install`). The binary and the `options/`, `templates/` and `public/` folders it
+  copy of the module, not with `go install`: `scripts/setup/go_build.py`). The binary and the `options/`, `templates/` and `public/` folders it
   needs in its work path are cached by version in `${AGENSH_CACHE:-~/.cache/agensh}/gitea/<version>/`, outside the
   checkout, so a fresh clone reuses them. No front-end build: the API and Git over HTTP need none.
 - MariaDB: Debian's `mariadb-server` installed on the local base image (`scripts/setup/base_image.sh`).
@@ -16,11 +16,8 @@ loaded from there once `destroy` removed it (Gitea's image is rebuilt from the c
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -29,7 +26,9 @@ import time
 from pathlib import Path
 
 from model import contract
+from scripts.setup import go_build
 from scripts.setup.calculator import BASE_IMAGE
+from scripts.setup.go_build import GoBuild, cache_root, run
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "stacks" / "services"
@@ -41,88 +40,22 @@ GITEA_DIST = ("gitea", "options", "templates", "public")  # the binary and its w
 LEGACY_BUILDER = {"DOCKER_BUILDKIT": "0"}
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("AGENSH_CACHE") or Path.home() / ".cache" / "agensh")
-
-
 def say(message: str) -> None:
     print(f"service_images: {message}", file=sys.stderr, flush=True)
 
 
-def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
-    out = subprocess.run(list(args), cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
-    if out.returncode:
-        raise RuntimeError(f"{' '.join(args[:3])} failed (exit {out.returncode}): {out.stderr.strip()[-2000:]}")
-    return out.stdout
-
-
 # ------------------------------------------------------------------------------------------------ Gitea binary
-def gitea_dist(version: str = GITEA_VERSION) -> Path:
-    """The cached Gitea build of `version` (built now when missing): `<cache>/gitea/<version>/` with GITEA_DIST."""
-    dest = cache_root() / "gitea" / version
-    if (dest / "BUILD.json").is_file():
-        return dest
-    if shutil.which("go") is None:
-        raise RuntimeError("Go is not on PATH: it is needed once to build Gitea (see scripts/setup/setup.sh for Go)")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest.parent / f".{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; who waited finds it done
-        if not (dest / "BUILD.json").is_file():
-            build_gitea(version, dest)
-    return dest
-
-
-def build_gitea(version: str, dest: Path) -> None:
-    """Build Gitea `version` in a writable copy of its module, then move binary and work path into `dest`."""
-    t0 = time.monotonic()
-    module = json.loads(run("go", "mod", "download", "-json", f"{GITEA_MODULE}@v{version}"))
-    if module.get("Error") or not module.get("Dir"):
-        raise RuntimeError(f"go mod download {GITEA_MODULE}@v{version}: {module.get('Error', 'no module folder')}")
-    with tempfile.TemporaryDirectory(prefix=f"gitea-{version}-", dir=dest.parent) as tmp:
-        src, out = Path(tmp) / "src", Path(tmp) / "dist"
-        shutil.copytree(module["Dir"], src)  # the module cache is read-only; the build writes beside go.mod
-        for path in (src, *src.rglob("*")):
-            path.chmod(path.stat().st_mode | 0o200)
-        say(f"building Gitea {version} from {GITEA_MODULE} (a few minutes on 2 cores; cached afterwards)")
-        # No build tags: the project uses MySQL, so no SQLite and no cgo; assets are read from the work path.
-        run(
-            "nice",
-            "-n",
-            "10",
-            "go",
-            "build",
-            "-trimpath",
-            "-tags",
-            "",
-            "-ldflags",
-            f"-s -w -X main.Version={version} -X main.Tags=",
-            "-o",
-            str(out / "gitea"),
-            ".",
-            cwd=src,
-            env={"CGO_ENABLED": "0"},
-        )
-        for folder in GITEA_DIST[1:]:
-            shutil.copytree(src / folder, out / folder)
-        (out / "BUILD.json").write_text(
-            json.dumps(
-                {
-                    "module": GITEA_MODULE,
-                    "version": version,
-                    "sum": module.get("Sum"),
-                    "tags": "",
-                    "cgo": False,
-                    "go": run("go", "env", "GOVERSION").strip(),
-                    "seconds": round(time.monotonic() - t0),
-                },
-                indent=2,
-            )
-            + "\n"
-        )
-        if dest.exists():  # without BUILD.json (checked under the lock) it is no complete build
-            shutil.rmtree(dest)
-        out.rename(dest)
-    say(f"Gitea {version} built in {time.monotonic() - t0:.0f} s into {dest}")
+def gitea_build(version: str = GITEA_VERSION) -> GoBuild:
+    """Gitea `version` from its module. No build tags: the project uses MySQL, so no SQLite and no cgo; assets are read
+    from the work path (GITEA_DIST), so no front-end build either: the API and Git over HTTP need none."""
+    return GoBuild(
+        name="gitea",
+        module=GITEA_MODULE,
+        version=version,
+        binary=GITEA_DIST[0],
+        ldflags=f"-s -w -X main.Version={version} -X main.Tags=",
+        keep=GITEA_DIST[1:],
+    )
 
 
 # ------------------------------------------------------------------------------------------------ images
@@ -197,7 +130,7 @@ def build_image(
 
 def gitea_image(tag: str = GITEA_IMAGE, version: str = GITEA_VERSION, labels: dict[str, str] | None = None) -> str:
     """The real Gitea image: the cached build on the local base, run as user `git` (see stacks/services/gitea)."""
-    dist, here = gitea_dist(version), SERVICES / "gitea"
+    dist, here = go_build.cached(gitea_build(version)), SERVICES / "gitea"
     files = {name: here / name for name in ("Dockerfile", "entrypoint.sh", "app.ini")}
     files |= {f"dist/{name}": dist / name for name in (*GITEA_DIST, "BUILD.json")}  # BUILD.json keys the build
     build_image(
