@@ -359,7 +359,7 @@ def wait_healthy(name: str) -> None:
         time.sleep(1.0)
 
 
-def remove_networks(names: list[str], attempts: int = 10) -> None:
+def remove_networks(names: list[str], attempts: int = 60) -> None:
     """Remove these networks, waiting up to `attempts` seconds for Docker to let go of the endpoints of containers
     just removed (after some hundred `rm -f`, a `network rm` fails for a while); says on stderr which stayed."""
     left = names
@@ -549,7 +549,12 @@ class Compose:
                 }
             services[c.name] = svc
         networks = {
-            nets[k]: {"internal": True, "ipam": {"config": [{"subnet": subnet}]}, "labels": {LABEL: f"compose-{RUN}"}}
+            nets[k]: {
+                "name": nets[k],
+                "internal": True,
+                "ipam": {"config": [{"subnet": subnet}]},
+                "labels": {LABEL: f"compose-{RUN}"},
+            }
             for k, subnet in lay.networks().items()
         }
         (workdir / "compose.yaml").write_text(yaml.safe_dump({"services": services, "networks": networks}))
@@ -612,9 +617,9 @@ def remove_leftovers(lay: Layout, built: list[str]) -> None:
         containers = run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split()
         if containers:
             subprocess.run(["docker", "rm", "-f", *containers], capture_output=True)
-        networks = run(["docker", "network", "ls", "-q", "--filter", f"label={label}"]).stdout.split()
-        if networks:
-            subprocess.run(["docker", "network", "rm", *networks], capture_output=True)
+        remove_networks(
+            run(["docker", "network", "ls", "--format", "{{.Name}}", "--filter", f"label={label}"]).stdout.split()
+        )
     subprocess.run(
         ["docker", "rmi", *built, *lay.images(), *[lay.p.cleanroom_image(t) for t in lay.p.tasks]], capture_output=True
     )
