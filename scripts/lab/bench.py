@@ -371,7 +371,12 @@ def remove_networks(names: list[str], attempts: int = 60) -> None:
         if left := [n for n in left if n in listed]:
             time.sleep(1.0)
     if left:
-        print(f"bench: Docker kept the networks {', '.join(left)}", file=sys.stderr, flush=True)
+        print(
+            f"bench: Docker kept the networks {', '.join(left)} (endpoints it still counts after mass removals; "
+            "`docker network rm` them later, or they go with the daemon's next restart)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 # --- plain docker ---------------------------------------------------------------------------------------------
@@ -672,9 +677,11 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                 finally:
                     result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
 
-                def side_layout(side: str) -> Layout:  # own names and subnets (picked now), the same checkout
+                # own names (of this run: a network Docker keeps must not stop the next run) and subnets (picked now),
+                # the same checkout
+                def side_layout(side: str) -> Layout:
                     return layout(
-                        bench_profile(f"{side}-w{workers}x{ntasks}", workers, ntasks, free_octet(), tmpdir / side),
+                        bench_profile(f"{side}{RUN}-w{workers}x{ntasks}", workers, ntasks, free_octet(), tmpdir / side),
                         checkout,
                     )
 
