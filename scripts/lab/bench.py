@@ -14,7 +14,8 @@ topology (`run_steps: false`; private image tags, `uncached: true`, so no shared
   Docker Compose (built once from its Go module when missing), using the plain side's images, waited for in the
   same way.
 Each side runs alone, on its own names and subnets; every network is `internal`; everything is removed at the end,
-also on failure. Sizes whose running containers would not fit in this machine's memory are previewed only.
+also on failure. Sizes whose running containers would not fit in this machine's memory, or whose health checks
+would keep more than half its cores busy, are previewed only.
 
     .venv/bin/python -m scripts.lab.bench                       # 2, 8, 32, 128 workers x 1 and 5 tasks
     .venv/bin/python -m scripts.lab.bench --workers 8 32 --tasks 1
@@ -75,6 +76,11 @@ PRIVATE = dict(zip(("standin", "mattermost"), demo_images.standin_images(STANDIN
 COMPOSE_TIMEOUT_S = 900
 MEMORY_SHARE = 0.5  # run `up` only when the containers' measured memory fits in this share of the available memory
 UNMEASURED_MAX = 400  # containers to start before the memory per container has been measured
+# A Docker health check is an exec into the container, ~0.1 s of CPU (measured 2026-12-02); run `up` only when the
+# running containers' checks need less than this share of the cores (128 x 5 at once needs ~2.3 of 2: it saturated
+# the machine, 2026-12-03, docs/performance.md)
+HEALTH_CHECK_CPU_S = 0.1
+CPU_SHARE = 0.5
 
 
 def bench_tasks(n: int) -> list[str]:
@@ -612,6 +618,16 @@ def available_mb() -> int:
     )
 
 
+def check_cores(lay: Layout) -> float:
+    """The cores the running containers' health checks keep busy."""
+    running = set(lay.running())
+    return sum(
+        HEALTH_CHECK_CPU_S / int(health_of(s)["interval"].removesuffix("s"))
+        for c, s in lay.containers
+        if c.name in running and s.healthcheck
+    )
+
+
 def remove_leftovers(lay: Layout, built: list[str]) -> None:
     """Whatever a failed or interrupted run left: the sides' containers and networks, the Pulumi side's too (its
     profile's label), the images built under private tags, the cleanroom tags."""
@@ -662,6 +678,13 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                         f"{MEMORY_SHARE:.0%} of {available_mb()} MB available"
                         if per_container_mb
                         else f"up: {running} running containers before any size measured their memory"
+                    )
+                    return result
+                cores, have = check_cores(lay), os.cpu_count() or 1
+                if cores > CPU_SHARE * have:
+                    result["skipped"] = (
+                        f"up: the health checks of {running} running containers need ~{cores:.1f} cores > "
+                        f"{CPU_SHARE:.0%} of {have}"
                     )
                     return result
 

@@ -1,9 +1,10 @@
 """Real Gitea and MariaDB images for the demo and the tests, built on this machine without a registry.
 
-- Gitea: the Go module `code.gitea.io/gitea` (its go.mod has replace directives, so it is built inside a writable
-  copy of the module, not with `go install`: `scripts/setup/go_build.py`). The binary and the `options/`, `templates/` and `public/` folders it
-  needs in its work path are cached by version in `${AGENSH_CACHE:-~/.cache/agensh}/gitea/<version>/`, outside the
-  checkout, so a fresh clone reuses them. No front-end build: the API and Git over HTTP need none.
+- Gitea: the Go module `code.gitea.io/gitea`, built once (`scripts/setup/go_build.py`: its go.mod has replace
+  directives, so in a writable copy of the module, not with `go install`). The binary and the `options/`,
+  `templates/` and `public/` folders it needs in its work path are cached by version in
+  `${AGENSH_CACHE:-~/.cache/agensh}/gitea/<version>/`, outside the checkout, so a fresh clone reuses them. No
+  front-end build: the API and Git over HTTP need none.
 - MariaDB: Debian's `mariadb-server` installed on the local base image (`scripts/setup/base_image.sh`).
 
 Both images are FROM `agensh-base:bookworm` with their Dockerfile and entrypoint in `stacks/services/`. An image is

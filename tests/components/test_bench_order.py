@@ -72,3 +72,16 @@ def test_run_dag_keeps_the_order_and_the_parallelism():
     bench.run_dag(nodes, parallel=3)
     assert started[:2] == ["a", "b"] and started[-1] == "d" and len(started) == len(nodes)
     assert peak[0] == 3
+
+
+def test_a_size_whose_health_checks_need_the_machine_is_not_started(tmp_path: Path):
+    """Every running container with a check costs HEALTH_CHECK_CPU_S per interval: the platform's every 5 s, each
+    router every 30 s; the workers are created stopped and cost nothing."""
+
+    def cores(workers: int, ntasks: int) -> float:
+        config = bench.bench_profile(f"bench-w{workers}x{ntasks}", workers, ntasks, octet=201, data=tmp_path / "d")
+        return bench.check_cores(bench.layout(config, checkout(tmp_path / "checkout")))
+
+    platform = cores(1, 1) - bench.HEALTH_CHECK_CPU_S / 30  # one router
+    assert abs(cores(128, 5) - (platform + 640 * bench.HEALTH_CHECK_CPU_S / 30)) < 1e-9
+    assert cores(128, 1) < bench.CPU_SHARE * 2 < cores(128, 5)  # the 2-core reference machine: 128 x 5 is refused
