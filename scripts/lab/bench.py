@@ -365,6 +365,17 @@ def wait_healthy(name: str) -> None:
         time.sleep(1.0)
 
 
+# Containers are removed PARALLEL at a time, like the engine's destroy: Docker 20.10 removing some hundred running
+# containers at once (one `docker rm -f` of all of them, or Compose's unbounded `down`) kept stale endpoints on their
+# networks, which then could not be removed (2026-12-03)
+REMOVE_PARALLEL = {"COMPOSE_PARALLEL_LIMIT": str(PARALLEL)}
+
+
+def remove_containers(names: list[str]) -> None:
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        list(pool.map(lambda n: subprocess.run(["docker", "rm", "-f", n], capture_output=True), names))
+
+
 def remove_networks(names: list[str], attempts: int = 60) -> None:
     """Remove these networks, waiting up to `attempts` seconds for Docker to let go of the endpoints of containers
     just removed (after some hundred `rm -f`, a `network rm` fails for a while); says on stderr which stayed."""
@@ -498,8 +509,7 @@ class Plain:
 
     def down(self) -> float:
         t0 = time.monotonic()
-        if self.made:
-            subprocess.run(["docker", "rm", "-f", *self.made], capture_output=True)
+        remove_containers(self.made)
         remove_networks(list(self.nets.values()))
         self.made = []
         return time.monotonic() - t0
@@ -587,7 +597,9 @@ class Compose:
 
     def down(self) -> float:
         t0 = time.monotonic()
-        subprocess.run([*self.cmd, "down", "--remove-orphans"], capture_output=True)
+        subprocess.run(
+            [*self.cmd, "down", "--remove-orphans"], capture_output=True, env={**os.environ, **REMOVE_PARALLEL}
+        )
         return time.monotonic() - t0
 
 
@@ -635,9 +647,7 @@ def remove_leftovers(lay: Layout, built: list[str]) -> None:
         *(f"{LABEL}={side}-{RUN}" for side in ("plain", "compose", "images")),
         f"{contract.PROFILE_LABEL}={lay.p.profile}",
     ):
-        containers = run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split()
-        if containers:
-            subprocess.run(["docker", "rm", "-f", *containers], capture_output=True)
+        remove_containers(run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split())
         remove_networks(
             run(["docker", "network", "ls", "--format", "{{.Name}}", "--filter", f"label={label}"]).stdout.split()
         )
