@@ -61,7 +61,15 @@ from model.roles import ROLES, ServiceSpec, spec
 from model.topology import Placement
 from scripts.cli.status import mib
 from scripts.lab import docker_disk, swarm_lab
-from scripts.lab.sandbox import PREVIEW_ENV, ROOT, free_octet, isolated_env, profile_config, project_copy
+from scripts.lab.sandbox import (
+    PREVIEW_ENV,
+    ROOT,
+    free_octet,
+    isolated_env,
+    profile_config,
+    project_copy,
+    state_file,
+)
 from scripts.setup import demo_images, go_build, service_images
 
 PARALLEL = 8  # pulumi's default --parallel; the plain side starts as many at once
@@ -175,8 +183,7 @@ class BenchStack:
     def state(self) -> tuple[int, int]:
         """The stack's checkpoint as the file backend keeps it: bytes, and resources in it (the engine rewrites all of
         it after every step of an `up`)."""
-        env_url = self.env["PULUMI_BACKEND_URL"].removeprefix("file://")
-        path = Path(env_url) / ".pulumi" / "stacks" / "agensh" / f"{self.pulumi[-1]}.json"
+        path = state_file(self.env, "agensh", self.pulumi[-1])
         checkpoint = json.loads(path.read_text())["checkpoint"]
         return path.stat().st_size, len(checkpoint.get("latest", {}).get("resources") or [])
 
@@ -390,7 +397,7 @@ def remove_networks(names: list[str], attempts: int = 60) -> None:
     if left:
         print(
             f"bench: Docker kept the networks {', '.join(left)} (endpoints it still counts after mass removals; "
-            "`docker network rm` them later, or they go with the daemon's next restart)",
+            "`docker network rm` them after the daemon's next restart)",
             file=sys.stderr,
             flush=True,
         )
@@ -517,8 +524,8 @@ class Plain:
 
 # --- compose --------------------------------------------------------------------------------------------------
 def compose_command() -> list[str]:
-    """The pinned Docker Compose (`scripts/setup/go_build.py`; built once, about a minute, when missing), the same on
-    every machine: set-up installs none, and Debian's docker-compose 1.29 hung creating 128 containers."""
+    """The pinned Docker Compose, the same on every machine (`go_build.COMPOSE`: built once when missing, under a
+    minute)."""
     return [str(go_build.program(go_build.COMPOSE))]
 
 
@@ -528,6 +535,7 @@ class Compose:
     def __init__(self, lay: Layout, images: dict[str, str], workdir: Path, cmd: list[str]):
         self.lay, self.cmd = lay, [*cmd, "-p", f"bench-{lay.p.profile}", "-f", str(workdir / "compose.yaml")]
         nets = topology.Layout.of(lay.p).network_names
+        self.nets = list(nets.values())
         specs = {c.name: s for c, s in lay.containers}
         services = {}
         for c, s in lay.containers:
@@ -582,7 +590,7 @@ class Compose:
 
     def up(self) -> float:
         t0 = time.monotonic()
-        # Compose's own parallelism: docker-compose 1.29 hangs with a lower COMPOSE_PARALLEL_LIMIT and health waits
+        # Compose's own parallelism, what its users get (its `down` is bounded: REMOVE_PARALLEL)
         run([*self.cmd, "up", "-d", *self.lay.running()], timeout=COMPOSE_TIMEOUT_S)
         # the woken workers created, not started (what they depend on is up by now)
         run([*self.cmd, "up", "--no-start", "--no-deps", *self.lay.woken()], timeout=COMPOSE_TIMEOUT_S)
@@ -600,6 +608,7 @@ class Compose:
         subprocess.run(
             [*self.cmd, "down", "--remove-orphans"], capture_output=True, env={**os.environ, **REMOVE_PARALLEL}
         )
+        remove_networks(self.nets)  # waited for as on the plain side
         return time.monotonic() - t0
 
 
@@ -648,9 +657,8 @@ def remove_leftovers(lay: Layout, built: list[str]) -> None:
         f"{contract.PROFILE_LABEL}={lay.p.profile}",
     ):
         remove_containers(run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split())
-        remove_networks(
-            run(["docker", "network", "ls", "--format", "{{.Name}}", "--filter", f"label={label}"]).stdout.split()
-        )
+        left = run(["docker", "network", "ls", "--format", "{{.Name}}", "--filter", f"label={label}"]).stdout.split()
+        remove_networks(left, attempts=5)  # each side's down waited for its networks already
     subprocess.run(
         ["docker", "rmi", *built, *lay.images(), *[lay.p.cleanroom_image(t) for t in lay.p.tasks]], capture_output=True
     )
@@ -729,10 +737,15 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                     failures.append(failed("plain", e))
                 finally:
                     result["plain_down"] = plain.down()
-                if "plain_build" in result:
+                try:
+                    cmd: list[str] | None = compose_command()
+                except RuntimeError as e:  # no Go, or no module proxy: the other sides' figures still stand
+                    cmd = None
+                    failures.append(failed("compose", e))
+                if cmd and "plain_build" in result:
                     other = side_layout("compose")
                     images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
-                    compose = Compose(other, images, tmpdir, compose_command())
+                    compose = Compose(other, images, tmpdir, cmd)
                     try:
                         result["compose_up"] = compose.up()
                         result["compose_reup"] = compose.reup()

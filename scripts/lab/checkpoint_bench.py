@@ -3,12 +3,12 @@
 The engine writes the whole state after every step of an `up`, so a stack's checkpoint bytes grow with the square
 of its resources. This bench isolates that cost from Docker and from the program: a throwaway project of N
 `command.local.Command`s that run `true`, each carrying a padding input so that a resource weighs about what a
-container does in a real state (~9.5 kB at 128 workers; `--kb`). It times `pulumi up` (and the peak memory of
-`pulumi`) for `--tasks` x `--per-task` resources in one stack, then for the same resources as one stack per task
-updated one after another, as the stack-per-task design would (docs/performance.md). Nothing but the project's
-own throwaway backend is touched; it is removed at the end. Prints figures; asserts nothing.
+container does in a real state (~9.5 kB at 128 workers, `--kb`; the padding lands at ~9.8 kB). It times `pulumi up`
+(and the peak memory of `pulumi`) for `--tasks` x `--per-task` resources in one stack, then for the same resources
+as one stack per task updated one after another, as the stack-per-task design would (docs/performance.md). Nothing
+but the bench's own throwaway backend is touched; it is removed at the end. Prints figures; asserts nothing.
 
-    .venv/bin/python -m scripts.lab.checkpoint_bench --per-task 264 --tasks 5     # the 128 x 5 shape, ~10 min
+    .venv/bin/python -m scripts.lab.checkpoint_bench --per-task 264 --tasks 5     # the 128 x 5 shape, ~9 min
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 
 from scripts.lab.bench import timed_pulumi
-from scripts.lab.sandbox import ROOT, isolated_env
+from scripts.lab.sandbox import ROOT, isolated_env, state_file
+
+PROJECT = "ckpt"
 
 PROGRAM = """\
 import pulumi
@@ -40,8 +42,7 @@ def up(proj: Path, env: dict[str, str], stack: str, resources: int, pad: int) ->
     timed_pulumi([*pulumi, "config", "set", "resources", str(resources)], cwd=proj, env=env)
     timed_pulumi([*pulumi, "config", "set", "pad", str(pad)], cwd=proj, env=env)
     seconds, mb, _ = timed_pulumi([*pulumi, "up", "--yes", "--skip-preview"], cwd=proj, env=env)
-    state = Path(env["PULUMI_BACKEND_URL"].removeprefix("file://")) / ".pulumi" / "stacks" / "ckpt" / f"{stack}.json"
-    return seconds, mb, state.stat().st_size
+    return seconds, mb, state_file(env, PROJECT, stack).stat().st_size
 
 
 def main(argv: list[str]) -> int:
@@ -56,7 +57,7 @@ def main(argv: list[str]) -> int:
         proj = Path(tmp) / "project"
         proj.mkdir()
         (proj / "Pulumi.yaml").write_text(
-            f"name: ckpt\nruntime:\n  name: python\n  options:\n    virtualenv: {ROOT / '.venv'}\n"
+            f"name: {PROJECT}\nruntime:\n  name: python\n  options:\n    virtualenv: {ROOT / '.venv'}\n"
         )
         (proj / "__main__.py").write_text(PROGRAM)
         env = isolated_env(Path(tmp), "ckpt")

@@ -67,6 +67,11 @@ def isolated_env(tmp: Path, passphrase: str, **extra: str) -> dict[str, str]:
     return env
 
 
+def state_file(env: dict[str, str], project: str, stack: str) -> Path:
+    """Where the file backend of `isolated_env` keeps a stack's checkpoint."""
+    return Path(env["PULUMI_BACKEND_URL"].removeprefix("file://")) / ".pulumi" / "stacks" / project / f"{stack}.json"
+
+
 def used_subnets() -> list[ipaddress.IPv4Network]:
     """Every IPv4 subnet a Docker network or a host route of this machine uses."""
     used: list[ipaddress.IPv4Network] = []

@@ -27,9 +27,8 @@ import time
 from pathlib import Path
 
 from model import contract
-from scripts.setup import go_build
 from scripts.setup.calculator import BASE_IMAGE
-from scripts.setup.go_build import GoBuild, cache_root, run
+from scripts.setup.go_build import GoBuild, cache_root, cached, run
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "stacks" / "services"
@@ -131,7 +130,7 @@ def build_image(
 
 def gitea_image(tag: str = GITEA_IMAGE, version: str = GITEA_VERSION, labels: dict[str, str] | None = None) -> str:
     """The real Gitea image: the cached build on the local base, run as user `git` (see stacks/services/gitea)."""
-    dist, here = go_build.cached(gitea_build(version)), SERVICES / "gitea"
+    dist, here = cached(gitea_build(version)), SERVICES / "gitea"
     files = {name: here / name for name in ("Dockerfile", "entrypoint.sh", "app.ini")}
     files |= {f"dist/{name}": dist / name for name in (*GITEA_DIST, "BUILD.json")}  # BUILD.json keys the build
     build_image(
