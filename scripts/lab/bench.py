@@ -373,9 +373,8 @@ def wait_healthy(name: str) -> None:
 
 
 # Containers are removed PARALLEL at a time, like the engine's destroy: Docker 20.10 removing some hundred running
-# containers at once (one `docker rm -f` of all of them, or Compose's unbounded `down`) kept stale endpoints on their
-# networks, which then could not be removed (2026-12-03)
-REMOVE_PARALLEL = {"COMPOSE_PARALLEL_LIMIT": str(PARALLEL)}
+# containers at once (one `docker rm -f` of all of them, or Compose's `down`, even with COMPOSE_PARALLEL_LIMIT=8)
+# kept stale endpoints on their networks, which then could not be removed (2026-12-03)
 
 
 def remove_containers(names: list[str]) -> None:
@@ -590,7 +589,7 @@ class Compose:
 
     def up(self) -> float:
         t0 = time.monotonic()
-        # Compose's own parallelism, what its users get (its `down` is bounded: REMOVE_PARALLEL)
+        # Compose's own parallelism, what its users get
         run([*self.cmd, "up", "-d", *self.lay.running()], timeout=COMPOSE_TIMEOUT_S)
         # the woken workers created, not started (what they depend on is up by now)
         run([*self.cmd, "up", "--no-start", "--no-deps", *self.lay.woken()], timeout=COMPOSE_TIMEOUT_S)
@@ -605,9 +604,9 @@ class Compose:
 
     def down(self) -> float:
         t0 = time.monotonic()
-        subprocess.run(
-            [*self.cmd, "down", "--remove-orphans"], capture_output=True, env={**os.environ, **REMOVE_PARALLEL}
-        )
+        # the containers first, as on the plain side (even bounded, Compose's own removal left stale endpoints)
+        remove_containers([c.name for c, _ in self.lay.containers])
+        subprocess.run([*self.cmd, "down", "--remove-orphans"], capture_output=True)
         remove_networks(self.nets)  # waited for as on the plain side
         return time.monotonic() - t0
 
