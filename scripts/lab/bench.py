@@ -372,12 +372,10 @@ def wait_healthy(name: str) -> None:
         time.sleep(1.0)
 
 
-# Containers are removed PARALLEL at a time, like the engine's destroy: Docker 20.10 removing some hundred running
-# containers at once (one `docker rm -f` of all of them, or Compose's `down`, even with COMPOSE_PARALLEL_LIMIT=8)
-# kept stale endpoints on their networks, which then could not be removed (2026-12-03)
-
-
 def remove_containers(names: list[str]) -> None:
+    """Remove these containers PARALLEL at a time, like the engine's destroy: Docker 20.10 removing some hundred
+    running containers at once (one `docker rm -f` of all of them, or Compose's `down`, even with
+    COMPOSE_PARALLEL_LIMIT=8) kept stale endpoints on their networks, which then could not be removed (2026-12-03)."""
     with ThreadPoolExecutor(PARALLEL) as pool:
         list(pool.map(lambda n: subprocess.run(["docker", "rm", "-f", n], capture_output=True), names))
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from model import contract
-from scripts.setup import go_build
+from scripts.setup import cache_root
 
 PACKAGE = "@github/copilot"
 PLATFORM_PACKAGE = "@github/copilot-linux-x64"  # the CLI itself: one executable with its bundled files
@@ -43,7 +43,7 @@ def wanted_by(checkout: Path) -> bool:
 
 
 def install_dir(version: str) -> Path:
-    return go_build.cache_root() / "copilot" / version
+    return cache_root() / "copilot" / version
 
 
 def reported_version(executable: Path) -> str:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from model import contract
-from scripts.setup import calculator, copilot_cli, go_build, service_images
+from scripts.setup import cache_root, calculator, copilot_cli, service_images
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def standin_images(tag: str = "demo") -> tuple[str, str]:
 
 
 STANDIN, MATTERMOST = standin_images()
-BLOBS = go_build.cache_root() / "demo" / "blobs"
+BLOBS = cache_root() / "demo" / "blobs"
 
 
 def build(tag: str, context: Path | None = None, dockerfile: str | None = None, label: str = "") -> None:

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scripts.setup import cache_root
+
 
 @dataclass(frozen=True)
 class GoBuild:
@@ -47,10 +49,6 @@ COMPOSE = GoBuild(
     ldflags=f"-s -w -X {COMPOSE_MODULE}/internal.Version=v{COMPOSE_VERSION}",
     about="under a minute on 2 cores with the modules at hand",
 )
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("AGENSH_CACHE") or Path.home() / ".cache" / "agensh")
 
 
 def say(message: str) -> None:

@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 
 from model import contract
+from scripts.setup import cache_root
 from scripts.setup.calculator import BASE_IMAGE
-from scripts.setup.go_build import GoBuild, cache_root, cached, run
+from scripts.setup.go_build import GoBuild, cached, run
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "stacks" / "services"
