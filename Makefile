@@ -1,6 +1,6 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test lint faults demo demo-destroy down preview up schedule status
+.PHONY: setup test lint faults demo demo-destroy destroy down preview up schedule status
 
 setup:
 	@bash scripts/setup/setup.sh
@@ -22,7 +22,12 @@ demo: setup
 	@. scripts/env.sh && bash scripts/setup/demo.sh
 
 demo-destroy:
-	@. scripts/env.sh && pulumi destroy --yes --skip-preview -s demo
+	@. scripts/env.sh && .venv/bin/python -m scripts.cli destroy demo --yes
+
+# A profile's stacks destroyed in reverse launch order (scripts/cli/destroy.py); refuses while a result lacks its copy
+destroy:
+	@test -n "$(STACK)" || { echo "usage: make destroy STACK=<stack>"; exit 2; }
+	@. scripts/env.sh && .venv/bin/python -m scripts.cli destroy "$(STACK)"
 
 down:
 	@test -n "$(PROFILE)" || { echo "usage: make down PROFILE=<profile>"; exit 2; }

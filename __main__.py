@@ -1,4 +1,5 @@
-"""agensh: one team profile per stack. Reads the profile, builds the Experiment, exports its record."""
+"""agensh: a team profile as a stack, or as the stacks of its parts (model/parts.py). Reads the profile, builds the
+Experiment (the part this stack declares), exports its record."""
 
 from pathlib import Path
 
@@ -10,8 +11,8 @@ from components.experiment import Experiment
 
 sdk.apply()
 PROJECT = Path(__file__).resolve().parent
-profile, secrets = load(PROJECT)
-experiment = Experiment("experiment", profile, secrets, project_dir=PROJECT)
+profile, secrets, part = load(PROJECT)
+experiment = Experiment("experiment", profile, secrets, project_dir=PROJECT, part=part)
 for key, value in experiment.outputs.items():
     pulumi.export(key, value)
 pulumi.run(sdk.registrations_started)

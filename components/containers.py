@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypedDict
 
 import pulumi
@@ -43,12 +43,22 @@ def health_of(s: ServiceSpec) -> Health:
 Declare = Callable[[str, Placement, pulumi.ResourceOptions], pulumi.Resource]
 
 
-def declarer(p: Profile, nets: Networks, secrets: dict[str, pulumi.Output[str]], images: Images) -> Declare:
+NetworkNames = Mapping[str, pulumi.Input[str]]  # by kind: a network's Docker name (its resource's output, or a name)
+
+
+def network_names(nets: Networks) -> NetworkNames:
+    """The names of the stack's own networks, as outputs: a container that joins one waits for it."""
+    return {kind: n.name for kind, n in nets.by_kind.items()}
+
+
+def declarer(p: Profile, nets: NetworkNames, secrets: dict[str, pulumi.Output[str]], images: Images | None) -> Declare:
+    """`nets`, `images`: the stack's own networks and images, or (a task stack of a per-task profile) the names of
+    those its platform stack made and no images to wait for."""
     entry = secret_entries(secrets)
 
     def declare(name: str, c: Placement, opts: pulumi.ResourceOptions) -> Container:
         s = spec(p, c)
-        return container(name, p, c, s, nets, entry, after_image(opts, images, s))
+        return container(name, p, c, s, nets, entry, after_image(opts, images, s) if images else opts)
 
     return declare
 
@@ -94,12 +104,12 @@ def container(
     p: Profile,
     c: Placement,
     s: ServiceSpec,
-    nets: Networks,
+    nets: NetworkNames,
     entry: SecretEntry,
     opts: pulumi.ResourceOptions,
 ) -> Container:
     attach = [
-        docker.ContainerNetworksAdvancedArgs(name=nets.by_kind[kind].name, ipv4_address=ip, aliases=c.aliases(kind))
+        docker.ContainerNetworksAdvancedArgs(name=nets[kind], ipv4_address=ip, aliases=c.aliases(kind))
         for kind, ip in c.addresses.items()
     ]
     health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **health_of(s)) if s.healthcheck else None

@@ -20,12 +20,13 @@ import pulumi
 
 from model import contract, records, steps
 from model import step_inputs as si
+from model.parts import WHOLE, Part
 from model.profile import Profile
 from model.roles import ROLES, operator_url, ready_url, spec
 from model.rundir import CopyDir, ProfileDir, RunDir
 from model.topology import Layout
 
-from .containers import Declare, declarer
+from .containers import Declare, declarer, network_names
 from .host_units import HostUnits
 from .images import Images
 from .networks import Networks
@@ -47,27 +48,75 @@ class Experiment(pulumi.ComponentResource):
         profile: Profile,
         secrets: dict[str, pulumi.Output[str]],
         project_dir: Path,
+        part: Part = WHOLE,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`part`: what this stack declares of the profile (model/parts.py); the whole of it unless the profile runs
+        per task."""
         super().__init__("agensh:index:Experiment", name, None, opts)
         p = profile
-        self.name, self.p, self.secrets, self.project_dir = name, p, secrets, project_dir
+        self.name, self.p, self.secrets, self.project_dir, self.part = name, p, secrets, project_dir, part
         self.checkout = p.checkout_path(project_dir)
         self.revision = checkout_revision(self.checkout)
         self.run_dir = str(RunDir.of(p).path)
         self.copy_dir = str(CopyDir.of(p.traj_root, p.profile, p.run_id).path)
         self.layout = layout = Layout.of(p)
-
         self.data_inputs = si.ProfileDataInputs(
             profile_dir=str(ProfileDir.of(p).path), profile=p.profile, traj_root=p.traj_root
         )
+        self.swarm: Swarm | None = None
+        self.host_units: HostUnits | None = None
+        self.units: list[HostUnits] = []  # the slice and guard every container waits for: this host's, each node's
+        self.networks: Networks | None = None
+        self.images: Images | None = None
+        self.docker_env: dict[str, str] = {}
+        self.teams: list[Team] = []
+        data = self._platform_resources() if part.platform else None
+        if not part.platform:  # a task's stack: the platform's stack made the networks and images
+            self.declare: Declare = declarer(p, layout.network_names, secrets, None)
+        if not p.run_steps:  # the bare topology: services after the host units, each team after the services
+            after: list[pulumi.Resource] = []
+            if data is not None:
+                self.platform = Platform(f"{name}-platform", layout, self.declare, [data, *self.units], self.opts())
+                after = [self.platform]
+            self.teams = [
+                Team(f"{name}-{contract.task_slug(t)}", layout, t, self.declare, after, self.opts())
+                for t in p.tasks
+                if part.declares(t)
+            ]
+            record: pulumi.Input[dict[str, Any]] | None = {"steps": "off"}
+        else:
+            record = self._steps(data)
+        self.outputs = {
+            "profile": p.profile,
+            "run_id": p.run_id,
+            "run_dir": self.run_dir,
+            "profile_digest": p.digest(),
+            **({"task": part.task} if part.task else {}),
+            **(self._platform_outputs() if part.platform else {}),
+            **(
+                {
+                    "report": str(RunDir.of(p).report) if p.run_steps else None,
+                    "copy": self.copy_dir if p.run_steps else None,
+                    "provenance": record,
+                    **(
+                        {"pair": pair(p, record)} if record is not None and p.pair_with and p.kind == "baseline" else {}
+                    ),
+                }
+                if part.record
+                else {}
+            ),
+        }
+        self.register_outputs(self.outputs)
+
+    def _platform_resources(self) -> Step:
+        """The profile's data step, the engine, host units, networks and images; returns the data step."""
+        name, p, layout, secrets = self.name, self.p, self.layout, self.secrets
         data = Step(name, steps.PROFILE_DATA, self.data_inputs, self.opts())
         # the engine: this host's Docker, or a swarm through its manager (components/swarm.py)
         self.swarm = (
             Swarm(f"{name}-swarm", p, layout, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
         )
-        self.host_units = None
-        self.units: list[HostUnits] = []  # the slice and guard every container waits for: this host's, each node's
         if p.host_units != "off":
             key = Path(p.ssh_key_path).expanduser().read_text() if p.ssh_key_path else None
             ssh_key = pulumi.Output.secret(key) if key else None
@@ -84,28 +133,16 @@ class Experiment(pulumi.ComponentResource):
         if self.swarm is not None:
             self.swarm.publish(self.images)
             data = self.swarm.prepare_nodes(data, self.opts(data))
-            self.declare: Declare = self.swarm.declare
+            self.declare = self.swarm.declare
         else:
             assert self.networks is not None
-            self.declare = declarer(p, self.networks, secrets, self.images)
+            self.declare = declarer(p, network_names(self.networks), secrets, self.images)
+        return data
 
-        self.teams: list[Team] = []
-        if not p.run_steps:  # the bare topology: services after the host units, each team after the services
-            self.platform = Platform(f"{name}-platform", layout, self.declare, [data, *self.units], self.opts())
-            self.teams = [
-                Team(f"{name}-{contract.task_slug(t)}", layout, t, self.declare, [self.platform], self.opts())
-                for t in p.tasks
-            ]
-            record: pulumi.Input[dict[str, Any]] = {"steps": "off"}
-        else:
-            record = self._steps(data)
-        self.outputs = {
-            "profile": p.profile,
-            "run_id": p.run_id,
-            "run_dir": self.run_dir,
-            "report": str(RunDir.of(p).report) if p.run_steps else None,
-            "copy": self.copy_dir if p.run_steps else None,
-            "profile_digest": p.digest(),
+    def _platform_outputs(self) -> dict[str, Any]:
+        p, layout = self.p, self.layout
+        assert self.images is not None
+        return {
             "networks": {k: str(n) for k, n in layout.networks.items()},
             "addresses": {c.name: c.addresses for c in layout.placements}
             if self.swarm is None
@@ -115,40 +152,15 @@ class Experiment(pulumi.ComponentResource):
             "images": self.images.ids,
             **({"registry_digests": self.swarm.digests} if self.swarm else {}),
             "host_units": self.host_units.receipt if self.host_units else "off",
-            "provenance": record,
-            **({"pair": pair(p, record)} if p.pair_with and p.kind == "baseline" else {}),
         }
-        self.register_outputs(self.outputs)
 
     def opts(self, *deps: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, depends_on=[d for d in deps if d is not None])
 
-    def _steps(self, data: Step) -> pulumi.Output[dict[str, Any]]:
-        """Preflight, manifest, platform and per-task steps in the order of the module docstring; returns the
-        provenance record."""
-        name, p, secrets = self.name, self.p, self.secrets
-        preflight = Step(
-            name,
-            steps.PREFLIGHT_HOST,
-            si.PreflightHostInputs(
-                run_dir=self.run_dir,
-                profile=p.profile,
-                host_units=p.host_units,
-                images=sorted(self.images.by_name),
-                worker_images=[p.worker_image(t) for t in p.tasks],
-                copilot_version=p.copilot_version,
-                revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
-                checkout_revision=self.revision,
-                subnets=[str(n) for n in self.layout.networks.values()],
-                networks=sorted(self.layout.network_names.values()),
-                ports=sorted(p.ports.values()),
-                limits=p.limits,
-            ),
-            self.opts(data, self.networks, self.images, *self.units),
-            once_per_run=p.run_id,
-            late={"host_units_receipt": self.host_units.receipt} if self.host_units else None,
-            env=self.docker_env,
-        )
+    def _steps(self, data: Step | None) -> pulumi.Output[dict[str, Any]] | None:
+        """Preflight, manifest, platform, per-task and final steps in the order of the module docstring, those of
+        this stack's part; returns the provenance record where the part holds it."""
+        name, p, part = self.name, self.p, self.part
         manifest_inputs = si.ManifestInputs(
             run_dir=self.run_dir,
             project_dir=str(self.project_dir),
@@ -159,48 +171,24 @@ class Experiment(pulumi.ComponentResource):
             copy_dir=self.copy_dir,
             start_at=p.start_at,
         )
-        images = (
-            self.images.ids
-            if self.swarm is None
-            else pulumi.Output.all(self.images.ids, self.swarm.digests).apply(lambda both: {**both[0], **both[1]})
-        )  # on a swarm, the registry digest each node ran, not the manager's id
-        manifest = Step(
-            name,
-            steps.MANIFEST_START,
-            manifest_inputs,
-            self.opts(preflight),
-            once_per_run=p.run_id,
-            late={"images": images},
-        )
-        self.platform = Platform(
-            f"{name}-platform",
-            self.layout,
-            self.declare,
-            [manifest, *self.units],
-            self.opts(),
-            gate=lambda model_path: Step(
-                name,
-                steps.PREFLIGHT_MODEL,
-                si.PreflightModelInputs(
-                    run_dir=self.run_dir,
-                    model=p.model,
-                    effort=p.reasoning_effort,
-                    proxy_url=operator_url(p, "egress-proxy"),
-                ),
-                self.opts(*model_path),
-                secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
-                once_per_run=p.run_id,
-            ),
-        )
-        model_check = self.platform.gate
+        manifest: Step | None = None
+        after: list[Any] = []
+        if part.platform:
+            assert data is not None
+            manifest = self._platform_steps(data, manifest_inputs)
+            after = [self.platform.gate, self.platform]
+        elif not pulumi.runtime.is_dry_run():
+            self._require_before(part)
 
         scores: list[Step] = []
         copies: list[Step] = []
         previous_shutdown: Step | None = None
         run_task = self._baseline_task if p.kind == "baseline" else self._team_task
         for task in p.tasks:
+            if not part.declares(task):
+                continue
             slug = contract.task_slug(task)
-            shutdown = run_task(task, [model_check, self.platform, previous_shutdown])
+            shutdown = run_task(task, [*after, previous_shutdown])
             previous_shutdown = shutdown
             last: Step = shutdown
             if not p.skip_eval:
@@ -241,6 +229,8 @@ class Experiment(pulumi.ComponentResource):
                     triggers=[p.eval_attempt],
                 )
             )
+        if not part.record:
+            return None
         finish = Step(name, steps.MANIFEST_FINISH, manifest_inputs, self.opts(*copies), triggers=[p.eval_attempt])
         report = Step(name, steps.REPORT, si.Inputs(run_dir=self.run_dir), self.opts(finish), triggers=[p.eval_attempt])
         # The run's last step, so the first a destroy deletes: its delete refuses while results would be lost.
@@ -258,18 +248,113 @@ class Experiment(pulumi.ComponentResource):
             triggers=[p.eval_attempt],
         )
 
+        # The record of the run: in one stack from the steps' receipts; in the record's stack of a per-task profile,
+        # the manifest's and the scores' receipts from the run directory (their stacks ran before this one).
+        rd = RunDir.of(p)
+        earlier = pulumi.Output.from_input(
+            [manifest.receipt, *(s.receipt for s in scores)]
+            if manifest
+            else [
+                steps.read_receipt(rd, steps.MANIFEST_START),
+                *(() if p.skip_eval else (steps.read_receipt(rd, steps.SCORE, t) for t in p.tasks)),
+            ]
+        )
         # the gate runs after `up` (scripts/cli/gate.py); the next `up` shows its verdict here
-        return pulumi.Output.all(manifest.receipt, finish.receipt, *[s.receipt for s in scores]).apply(
+        return pulumi.Output.all(earlier, finish.receipt).apply(
             lambda r: records.provenance(
                 p.profile,
                 p.run_id,
                 p.digest(),
-                r[0],
-                list(r[2:]),
+                r[0][0],
+                list(r[0][1:]),
                 r[1],
-                records.read_record(RunDir.of(p).gate, records.GateResult),
+                records.read_record(rd.gate, records.GateResult),
             ).model_dump(mode="json")
         )
+
+    def _platform_steps(self, data: Step, manifest_inputs: si.ManifestInputs) -> Step:
+        """Preflight, the first manifest, the platform services and the model check; returns the manifest step."""
+        name, p, secrets = self.name, self.p, self.secrets
+        assert self.images is not None
+        preflight = Step(
+            name,
+            steps.PREFLIGHT_HOST,
+            si.PreflightHostInputs(
+                run_dir=self.run_dir,
+                profile=p.profile,
+                host_units=p.host_units,
+                images=sorted(self.images.by_name),
+                worker_images=[p.worker_image(t) for t in p.tasks],
+                copilot_version=p.copilot_version,
+                revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
+                checkout_revision=self.revision,
+                subnets=[str(n) for n in self.layout.networks.values()],
+                networks=sorted(self.layout.network_names.values()),
+                ports=sorted(p.ports.values()),
+                limits=p.limits,
+            ),
+            self.opts(data, self.networks, self.images, *self.units),
+            once_per_run=p.run_id,
+            late={"host_units_receipt": self.host_units.receipt} if self.host_units else None,
+            env=self.docker_env,
+        )
+        images = (
+            self.images.ids
+            if self.swarm is None
+            else pulumi.Output.all(self.images.ids, self.swarm.digests).apply(lambda both: {**both[0], **both[1]})
+        )  # on a swarm, the registry digest each node ran, not the manager's id
+        manifest = Step(
+            name,
+            steps.MANIFEST_START,
+            manifest_inputs,
+            self.opts(preflight),
+            once_per_run=p.run_id,
+            late={"images": images},
+        )
+        self.platform = Platform(
+            f"{name}-platform",
+            self.layout,
+            self.declare,
+            [manifest, *self.units],
+            self.opts(),
+            gate=lambda model_path: Step(
+                name,
+                steps.PREFLIGHT_MODEL,
+                si.PreflightModelInputs(
+                    run_dir=self.run_dir,
+                    model=p.model,
+                    effort=p.reasoning_effort,
+                    proxy_url=operator_url(p, "egress-proxy"),
+                ),
+                self.opts(*model_path),
+                secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
+                once_per_run=p.run_id,
+            ),
+        )
+        return manifest
+
+    def _require_before(self, part: Part) -> None:
+        """A part stack's update refuses before the stacks it follows are done (scripts/cli/launch.py runs them in
+        order): a task's after the model check and the previous task's shutdown, the record's after every task's
+        copy. It reads their receipts in the run directory."""
+        p, rd = self.p, RunDir.of(self.p)
+        shutdown = steps.BASELINE_STOP if p.kind == "baseline" else steps.SHUTDOWN
+        if part.kind == "task":
+            assert part.task is not None
+            k = p.tasks.index(part.task)
+            needed = [(steps.PREFLIGHT_MODEL, None), *([(shutdown, p.tasks[k - 1])] if k else [])]
+        else:
+            needed = [(steps.PRESERVE_TASK, t) for t in p.tasks]
+        missing = [
+            f"{step.name}{f' of {task}' if task else ''}"
+            for step, task in needed
+            if records.ok_result(steps.read_receipt(rd, step, task), steps.RESULTS[step.name]) is None
+        ]
+        if missing:
+            raise pulumi.RunError(
+                f"this stack follows others of profile {p.profile} that are not done ({', '.join(missing)} has no "
+                f"receipt in {rd.path}); launch the profile with `make up STACK=<its stack>` (scripts/cli/launch.py)"
+            )
 
     def _platform_containers(self) -> list[str]:
         """The platform's long-running containers (not the one-shot bootstrap), by name."""

@@ -122,6 +122,9 @@ class Profile(BaseModel):
     # Engine: one Docker host, or a Docker Swarm of several (model/placement.py)
     engine: Literal["docker", "swarm"] = Field("docker", description="One Docker host, or a Docker Swarm of several")
     swarm: SwarmSettings | None = Field(None, description="engine=swarm: manager, registry, nodes, placement policy")
+    stacks: Literal["one", "per-task"] = Field(
+        "one", description="One stack, or per-task: a platform stack, a stack per task, the record (model/parts.py)"
+    )
 
     # Host (docs/requirements.md R1-5)
     host_units: Literal["local", "remote", "off"] = Field("local", description="Where pbench.slice and the guard go")
@@ -451,6 +454,8 @@ def check(p: Profile) -> list[tuple[str, str]]:
         if len(contract.member_name(p.profile, t, "worker", p.workers)) > contract.MAX_NAME:
             out.append(("profile", f"names for task {t} exceed {contract.MAX_NAME} characters; use a shorter profile"))
             break
+    if p.stacks == "per-task" and p.engine == "swarm":
+        out.append(("stacks", "per-task stacks run on one Docker host; a swarm profile runs as one stack"))
     out += _check_subnets(p)
     out += placement.problems(p)
     return out

@@ -10,6 +10,8 @@ from pathlib import Path
 # command -> its module of scripts/cli (each has `main(argv) -> int`)
 COMMANDS = {
     "new-stack": "new_stack",
+    "launch": "launch",
+    "destroy": "destroy",
     "status": "status",
     "gate": "gate",
     "schedule": "schedule",

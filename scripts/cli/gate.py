@@ -39,9 +39,9 @@ from programbench.submission import aggregate, score_instance
 from model.profile import ProfileError
 from model.records import Comparison, GatePair, GateResult, Host, LoadCheck, LoadReading, Manifest, read_record
 from model.rundir import CopyDir, RunDir
+from model.stackfiles import load_profile
 from scripts.lib import copies
 from scripts.lib.host import host_resources
-from scripts.lib.profiles import load_profile
 from scripts.lib.scoring import assess, instances
 from scripts.lib.step import now, write_atomic
 

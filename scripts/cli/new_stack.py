@@ -23,9 +23,10 @@ from typing import Any
 
 import yaml
 
-from model import contract
+from model import contract, parts
+from model.parts import Part
 from model.profile import NAMESPACE, RETIRED, Profile, ProfileError, parse_profile
-from scripts.lib.profiles import ROOT, plain_settings, policy_config_path, stack_file
+from model.stackfiles import ROOT, plain_settings, policy_config_path, stack_file
 from scripts.setup import copilot_cli
 
 UPSTREAM_ENV = Path("~/.pbench-upstream.env").expanduser()
@@ -209,7 +210,31 @@ def main(argv: list[str] | None = None) -> int:
         pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{TOKEN_KEY}", stdin=token)
     os.chmod(path, 0o600)
     print(f"stack {args.name}: {path} (run {plain['run_id']}); generated: {', '.join(generated) or 'nothing (kept)'}")
+    if profile.stacks == "per-task":
+        existing = {s["name"] for s in json.loads(pulumi("stack", "ls", "--json").stdout or "[]")}
+        for part_stack, part in parts.stacks_of(args.name, profile)[:-1]:
+            write_part_stack(args.name, part_stack, part, part_stack in existing)
+        print(f"  and its parts (model/parts.py): {', '.join(s for s, _ in parts.stacks_of(args.name, profile))}")
     return 0
+
+
+def write_part_stack(stack: str, part_stack: str, part: Part, exists: bool) -> None:
+    """A part stack of a per-task profile: its file names the part and holds the profile's secrets, copied by pulumi
+    (encrypted for this stack); the settings stay in the profile's file alone."""
+    if not exists:
+        pulumi("stack", "init", part_stack)
+    pulumi("config", "cp", "-s", stack, "-d", part_stack)
+    path = stack_file(part_stack)
+    doc = yaml.safe_load(path.read_text()) or {}
+    secure = {k: v for k, v in (doc.get("config") or {}).items() if isinstance(v, dict) and set(v) == {"secure"}}
+    prefix = f"{NAMESPACE}:"
+    own = {f"{prefix}{parts.PART_OF_KEY}": stack, f"{prefix}{parts.PART_KEY}": part.task or parts.PLATFORM}
+    doc["config"] = {**own, **dict(sorted(secure.items()))}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"# A part of profile {stack} (model/parts.py), written by new-stack: edit {stack}'s file instead.\n")
+        yaml.safe_dump(doc, fh, sort_keys=False)
+    os.chmod(path, 0o600)
 
 
 if __name__ == "__main__":

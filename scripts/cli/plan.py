@@ -20,8 +20,8 @@ import yaml
 
 from model import contract, placement
 from model.profile import Profile, ProfileError, parse_profile
+from model.stackfiles import plain_settings, stack_file
 from model.topology import Layout
-from scripts.lib.profiles import plain_settings, stack_file
 
 
 def raw_profile(source: str) -> dict[str, Any]:

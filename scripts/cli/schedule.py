@@ -38,7 +38,7 @@ from pathlib import Path
 from model import contract
 from model.profile import Profile, ProfileError
 from model.rundir import RunDir
-from scripts.lib.profiles import load_profile as stack_profile
+from model.stackfiles import load_profile as stack_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS_SCRIPT = ROOT / "scripts" / "host" / "schedule_units.sh"

@@ -32,9 +32,9 @@ from model import contract, steps
 from model.profile import Profile, ProfileError
 from model.records import KickoffResult, Ramp, Score, Session, WakeResult, ok_result, read_record
 from model.rundir import ProfileDir, RunDir
+from model.stackfiles import load_profile
 from model.topology import Layout
 from scripts.lib.activity import Follower, epoch, last_logged
-from scripts.lib.profiles import load_profile
 from scripts.lib.step import iso
 
 

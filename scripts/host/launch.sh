@@ -10,6 +10,10 @@
 # the pack still sees the whole stack before anything exists. The update then runs with checkpoints, so a killed
 # `up` resumes, and `--skip-preview`, so the engine does not preview a second time the slow way; the pack's resource
 # rules run again on every resource it creates. Without --yes, and on a terminal, it asks before the update.
+#
+# A per-task profile (`agensh:stacks: per-task`, model/parts.py) runs as several stacks: scripts/cli/launch.py
+# previews the whole of it and updates its parts in order. The one-stack launch stays here, needing only bash and the
+# toolchain (a scheduled launch's host).
 set -euo pipefail
 usage() { echo "usage: $0 preview|up STACK [pulumi args]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
@@ -18,6 +22,9 @@ shift 2
 [[ $mode == preview || $mode == up ]] || usage
 [[ $stack =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || { echo "launch: not a stack name: '$stack'" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
+if grep -Eq "^[[:space:]]*agensh:stacks:[[:space:]]*[\"']?per-task" "stacks/Pulumi.$stack.yaml" 2>/dev/null; then
+  exec .venv/bin/python -m scripts.cli launch "$mode" "$stack" "$@"
+fi
 pack=(--policy-pack policies)
 if [ -f "stacks/$stack.policy.json" ]; then
   pack+=(--policy-pack-config "stacks/$stack.policy.json")

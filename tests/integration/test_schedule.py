@@ -25,9 +25,9 @@ import yaml
 
 from components.host_units import install_script
 from model.profile import parse_profile
+from model.stackfiles import plain_settings
 from scripts import manifest
 from scripts.lab.sandbox import profile_config, project_copy
-from scripts.lib.profiles import plain_settings
 from tests.integration.conftest import docker
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,18 @@ SCRIPTS = ROOT / "scripts"
 PROGRAMS = {s.program for s in steps.STEPS}
 # used by absolute path from Pulumi state or installed host units, or sourced by users
 PINNED = {"mysql_router_user.sh", "pbench_reboot_guard.sh", "scheduled_launch.sh", "env.sh"}
-COMMANDS = ["new-stack", "status", "gate", "schedule", "plan", "report", "settings", "baseline-from-json"]
+COMMANDS = [
+    "new-stack",
+    "launch",
+    "destroy",
+    "status",
+    "gate",
+    "schedule",
+    "plan",
+    "report",
+    "settings",
+    "baseline-from-json",
+]
 
 
 def imported(tree: ast.AST) -> set[str]:

@@ -10,7 +10,7 @@ import yaml
 
 from model.profile import NAMESPACE, Profile, parse_profile
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]  # the project
 
 
 def stack_file(stack: str) -> Path:

@@ -1,0 +1,162 @@
+"""launch: the preview and update of a per-task profile's stacks (scripts/host/launch.sh hands such a profile here).
+
+    .venv/bin/python -m scripts.cli launch preview|up STACK [--yes] [pulumi args]
+
+The preview declares the whole profile in the profile's stack (model/parts.py) under scripts/setup/preview.env, so
+the policy pack checks all of it, with the profile's numbers, before anything exists. The update then runs each part
+stack's `pulumi up` (with checkpoints, so a killed one resumes; with the pack, whose resource rules see every
+resource created), in order: the platform; each task, the next one beginning once the previous one has written its
+shutdown receipt (its evaluation goes on beside the next task); the record once every task's stack is done. A failed
+part stops the launch after the parts in flight end; the same command then resumes, completed steps staying done.
+A `--config KEY=VALUE` goes to the preview, which saves it in the profile's file, where every part reads it.
+Ctrl-C (SIGINT) and SIGTERM are passed on once to every update in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from types import FrameType
+
+from model import parts, steps
+from model.profile import Profile, ProfileError
+from model.records import ok_result
+from model.rundir import RunDir
+from model.stackfiles import ROOT, load_profile, policy_config_path
+
+PREVIEW_ENV = ROOT / "scripts" / "setup" / "preview.env"
+POLL_S = 2.0
+
+
+def preview_env() -> dict[str, str]:
+    """scripts/setup/preview.env's KEY=VALUE lines."""
+    lines = (line.strip() for line in PREVIEW_ENV.read_text().splitlines())
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def pack(stack: str) -> list[str]:
+    config = policy_config_path(stack)
+    return ["--policy-pack", "policies", *(["--policy-pack-config", str(config)] if config.is_file() else [])]
+
+
+def without_config(args: list[str]) -> list[str]:
+    """The arguments without `--config KEY=VALUE` (`-c`, `--config=`): the preview saved those in the profile's file."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("--config", "-c"):
+            skip = True
+        elif not arg.startswith("--config="):
+            out.append(arg)
+    return out
+
+
+class Updates:
+    """The part stacks' `pulumi up` processes: started in a process group each, so a terminal's Ctrl-C reaches this
+    launcher alone and is passed on once (a second SIGINT would make pulumi abandon what is in flight)."""
+
+    def __init__(self, pulumi_args: list[str]):
+        self.args = pulumi_args
+        self.running: dict[str, subprocess.Popen[bytes]] = {}
+        self.failed: list[str] = []
+        self.stopping = False
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self.pass_on)
+
+    def pass_on(self, sig: int, frame: FrameType | None) -> None:
+        self.stopping = True
+        print(f"launch: {signal.Signals(sig).name}, passed on to {', '.join(self.running) or 'nothing'}", flush=True)
+        for proc in self.running.values():
+            if proc.poll() is None:
+                proc.send_signal(sig)
+
+    def start(self, stack: str) -> subprocess.Popen[bytes]:
+        print(f"launch: pulumi up -s {stack}", flush=True)
+        cmd = ["pulumi", "up", "--yes", "--skip-preview", "-s", stack, *self.args]
+        self.running[stack] = subprocess.Popen(cmd, cwd=ROOT, process_group=0)
+        return self.running[stack]
+
+    def ended(self) -> bool:
+        """True once a part has failed or a signal came: nothing new starts."""
+        for stack, proc in list(self.running.items()):
+            if proc.poll() is not None:
+                del self.running[stack]
+                if proc.returncode != 0:
+                    self.failed.append(f"{stack} (exit {proc.returncode})")
+        return bool(self.failed) or self.stopping
+
+    def wait_all(self) -> None:
+        while self.running:
+            self.ended()
+            time.sleep(0.2)
+
+
+def run_parts(stack: str, p: Profile, pulumi_args: list[str]) -> int:
+    """The part stacks' updates in launch order (the module's docstring)."""
+    rd = RunDir.of(p)
+    shutdown = steps.BASELINE_STOP if p.kind == "baseline" else steps.SHUTDOWN
+    updates = Updates(pulumi_args)
+    for part_stack, part in parts.stacks_of(stack, p):
+        if part.kind == "record":
+            updates.wait_all()
+        if updates.ended():
+            break
+        proc = updates.start(part_stack)
+        done = part.kind != "task" or not p.run_steps
+        while not updates.ended() and proc.poll() is None:
+            if not done and ok_result(steps.read_receipt(rd, shutdown, part.task), steps.RESULTS[shutdown.name]):
+                print(f"launch: {part.task} shut down; its stack goes on (evaluation) beside the next", flush=True)
+                break
+            time.sleep(POLL_S)
+    updates.wait_all()
+    if updates.failed or updates.stopping:
+        print(
+            f"launch: stopped ({', '.join(updates.failed) or 'by a signal'}); fix the cause and run the same command "
+            "again: every completed step stays done",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m scripts.cli launch", description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=["preview", "up"])
+    ap.add_argument("stack")
+    args, rest = ap.parse_known_args(argv)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", args.stack):
+        ap.error(f"not a stack name: {args.stack!r}")
+    if "--skip-preview" in rest:
+        ap.error("the launch always previews first (that is where the policy pack sees the profile)")
+    yes = any(a in ("--yes", "-y") for a in rest)
+    rest = [a for a in rest if a not in ("--yes", "-y")]
+    try:
+        p = load_profile(args.stack)
+    except (FileNotFoundError, ProfileError) as err:
+        print(f"launch: {err}", file=sys.stderr)
+        return 2
+    if p.stacks != "per-task":
+        print(f"launch: profile {args.stack} runs as one stack; use scripts/host/launch.sh", file=sys.stderr)
+        return 2
+    env = {**os.environ, **preview_env(), parts.WHOLE_PREVIEW_ENV: "1"}
+    previewed = subprocess.run(["pulumi", "preview", "-s", args.stack, *pack(args.stack), *rest], cwd=ROOT, env=env)
+    if previewed.returncode != 0 or args.mode == "preview":
+        return previewed.returncode
+    if not yes:
+        if not sys.stdin.isatty():
+            print("launch: not on a terminal; pass --yes to perform the update", file=sys.stderr)
+            return 2
+        if not input("Do you want to perform this update? [y/N] ").lower().startswith("y"):
+            print("launch: nothing changed", file=sys.stderr)
+            return 1
+    return run_parts(args.stack, p, [*pack(args.stack), *without_config(rest)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
