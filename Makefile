@@ -38,11 +38,11 @@ down:
 # scripts/setup/preview.env (a preview writes no state), the update with the engine's checkpoints.
 preview:
 	@test -n "$(STACK)" || { echo "usage: make preview STACK=<stack>"; exit 2; }
-	@. scripts/env.sh && bash scripts/host/launch.sh preview "$(STACK)"
+	@. scripts/env.sh && bash scripts/host/launch.sh preview "$(STACK)" $(ARGS)
 
 up:
 	@test -n "$(STACK)" || { echo "usage: make up STACK=<stack>"; exit 2; }
-	@. scripts/env.sh && bash scripts/host/launch.sh up "$(STACK)"
+	@. scripts/env.sh && bash scripts/host/launch.sh up "$(STACK)" $(ARGS)
 
 # A delayed launch at the stack's agensh:start_at (systemd service + timer): ACTION=install (default), remove, status.
 schedule:

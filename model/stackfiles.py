@@ -13,8 +13,8 @@ from model.profile import NAMESPACE, Profile, parse_profile
 ROOT = Path(__file__).resolve().parents[1]  # the project
 
 
-def stack_file(stack: str) -> Path:
-    return ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+def stack_file(stack: str, root: Path = ROOT) -> Path:
+    return root / "stacks" / f"Pulumi.{stack}.yaml"
 
 
 def plain_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -28,16 +28,16 @@ def plain_settings(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_profile(stack: str) -> Profile:
-    """A stack's profile from its file, without the passphrase (the secrets are not part of it); ProfileError or
-    FileNotFoundError when there is none."""
-    path = stack_file(stack)
+def load_profile(stack: str, root: Path = ROOT) -> Profile:
+    """A stack's profile from its file in the project at `root`, without the passphrase (the secrets are not part of
+    it); ProfileError or FileNotFoundError when there is none."""
+    path = stack_file(stack, root)
     if not path.is_file():
         raise FileNotFoundError(
             f"no stack file {path}; create the stack with `.venv/bin/python -m scripts.cli new-stack {stack}` first"
         )
     p = parse_profile(plain_settings((yaml.safe_load(path.read_text()) or {}).get("config") or {}))
-    return p.model_copy(update={"agensh_checkout": str(p.checkout_path(ROOT))})
+    return p.model_copy(update={"agensh_checkout": str(p.checkout_path(root))})
 
 
 def policy_config_path(stack: str) -> Path:

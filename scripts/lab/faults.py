@@ -38,9 +38,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from model import contract, steps
+from model import contract, parts, steps
 from model.records import read_index
 from model.rundir import DATA_ROOT_FULL, RunDir
+from model.stackfiles import load_profile
 from scripts.lab import docker_disk, swarm_lab
 from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import demo_images
@@ -50,6 +51,7 @@ TASK = "testorg__calculator.abc1234"
 RUN_ID = "20261129t000000z"  # the demo profile's
 UP_TIMEOUT_S = 900
 PAGE = 4096  # a filled data root keeps less than this free
+STACKS = "per-task"  # the cells' profile runs as a stack per task (model/parts.py), as a large profile does
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,10 @@ class Sandbox:
             "host_units=off",
         )
 
+    def stacks(self) -> list[str]:
+        """The profile's stacks in launch order (model/parts.py)."""
+        return [s for s, _ in parts.stacks_of(self.profile, load_profile(self.profile, self.proj))]
+
     def up(self, *extra: str) -> subprocess.Popen[str]:
         """The documented launch (scripts/host/launch.sh: the preview with the pack, then `pulumi up`) in a session of
         its own (so a fault can take the whole session), logged to a file."""
@@ -260,9 +266,10 @@ class Sandbox:
         return [line for line in out if "-m scripts." in line]
 
     def destroy(self) -> str:
-        """Destroy; what it left behind ('' when nothing)."""
+        """The documented destroy (scripts/cli/destroy.py: every stack of the profile); what it left behind ('' when
+        nothing)."""
         done = self.run(
-            "pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", self.profile, check=False
+            sys.executable, "-m", "scripts.cli", "destroy", self.profile, "--yes", "--non-interactive", check=False
         )
         if done.returncode != 0:
             return f"destroy failed: {(done.stdout + done.stderr)[-600:]}"
@@ -272,9 +279,10 @@ class Sandbox:
 
     def cleanup(self) -> None:
         subprocess.run(["pkill", "-KILL", "-f", str(self.proj)], capture_output=True)
-        self.run("pulumi", "cancel", "--yes", "--non-interactive", "-s", self.profile, check=False)
-        self.run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", self.profile, check=False)
-        self.run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", self.profile, check=False)
+        cancel(self)
+        self.destroy()
+        for stack in self.stacks():
+            self.run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", stack, check=False)
         left = self.labelled()
         for kind, cmd in (("containers", ["rm", "-f"]), ("networks", ["network", "rm"]), ("volumes", ["volume", "rm"])):
             if left[kind]:
@@ -311,13 +319,17 @@ def sigkill(s: Sandbox, proc: subprocess.Popen[str]) -> None:
 
 def sigkill_pulumi(s: Sandbox, proc: subprocess.Popen[str]) -> None:
     """SIGKILL of the `pulumi up` process alone (the kernel's OOM killer, a `kill -9` of the wrong pid): its plugins
-    and the step program it started go on without it, orphaned. The launch execs the update, so the process started
-    is pulumi itself by then."""
+    and the step program it started go on without it, orphaned. One stack's launch execs the update, so the process
+    started is pulumi itself by then; a per-task profile's launcher runs each part's update as its child."""
     comm = Path(f"/proc/{proc.pid}/comm").read_text().strip()
-    if comm != "pulumi":
-        raise RuntimeError(f"the launch's process is {comm!r}, not pulumi's update")
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    children = subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "pulumi"], capture_output=True, text=True)
+    pids = [proc.pid] if comm == "pulumi" else [int(pid) for pid in children.stdout.split()]
+    if not pids:
+        raise RuntimeError(f"the launch's process is {comm!r}, and runs no pulumi update")
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    if comm == "pulumi":
+        proc.wait()
 
 
 def sigint(s: Sandbox, proc: subprocess.Popen[str]) -> None:
@@ -426,7 +438,9 @@ def restart_engine(s: Sandbox, proc: subprocess.Popen[str]) -> None:
 
 
 def cancel(s: Sandbox) -> None:
-    s.run("pulumi", "cancel", "--yes", "--non-interactive", "-s", s.profile, check=False)
+    """`pulumi cancel` of every stack of the profile (a killed update leaves its stack locked)."""
+    for stack in s.stacks():
+        s.run("pulumi", "cancel", "--yes", "--non-interactive", "-s", stack, check=False)
 
 
 FAULTS = {
@@ -526,9 +540,9 @@ def sandbox(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def clean_run(keep: Path | None = None) -> tuple[Outcome, float]:
+def clean_run(keep: Path | None = None, stacks: str = STACKS) -> tuple[Outcome, float]:
     t0 = time.time()
-    with sandbox("clean", keep) as s:
+    with sandbox("clean", keep, stacks=stacks) as s:
         rc = finish(s, s.up())
         if rc != 0:
             raise RuntimeError(f"the clean run failed:\n{s.last_log(30)}")
@@ -558,15 +572,23 @@ def judge(differs: list[str], problems: list[str], marked: list[str]) -> tuple[s
     return ("LOST" if differs + problems else "held"), "; ".join(differs + problems)
 
 
-def run_cell(cell: str, clean: Outcome, keep: Path | None = None, beside: Sandbox | None = None) -> Verdict:
+def run_cell(
+    cell: str, clean: Outcome, keep: Path | None = None, beside: Sandbox | None = None, stacks: str = STACKS
+) -> Verdict:
     """One cell of the matrix: a run with one fault."""
-    return run_sequence([cell], clean, keep, beside)
+    return run_sequence([cell], clean, keep, beside, stacks)
 
 
-def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None, beside: Sandbox | None = None) -> Verdict:
+def run_sequence(
+    cells: list[str],
+    clean: Outcome,
+    keep: Path | None = None,
+    beside: Sandbox | None = None,
+    stacks: str = STACKS,
+) -> Verdict:
     """Faults in one run, in order (each at its moment, each recovered before the next), judged against the clean
     run: one for a cell of the matrix, several where `make test` affords only a few runs. `beside`: another profile
-    up on the host meanwhile, which must see no change at all."""
+    up on the host meanwhile, which must see no change at all. `stacks`: the profile's setting (model/parts.py)."""
     name = "+".join(cells)
     t0 = time.time()
     before = beside.footprint() if beside else None
@@ -577,6 +599,7 @@ def run_sequence(cells: list[str], clean: Outcome, keep: Path | None = None, bes
         keep,
         small_disk=any(f.name == "disk-full" for f, _ in plan),
         own_engine=any(f.own_engine for f, _ in plan),
+        stacks=stacks,
     ) as s:
         proc = s.up()
         pending = FAULTS["sigkill"]  # the recovery owed when the up ends failed: the last fault that did not kill it
@@ -634,6 +657,9 @@ def main(argv: list[str] | None = None) -> int:
         "--beside", action="store_true", help="with another profile up throughout, which must see no change"
     )
     parser.add_argument("--jobs", type=int, default=1, help="cells run at once, each in its own sandbox (default 1)")
+    parser.add_argument(
+        "--stacks", choices=["one", "per-task"], default=STACKS, help=f"the profile's stacks (default {STACKS})"
+    )
     args = parser.parse_args(argv)
     cells = CHEAP if args.cheap else args.cells
     if args.list:
@@ -651,15 +677,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"faults: {short}\n")
     with docker_disk.build_cache_kept():
         if not args.beside:
-            return run_matrix(cells, args.json, args.clean_from, jobs=args.jobs)
+            return run_matrix(cells, args.json, args.clean_from, jobs=args.jobs, stacks=args.stacks)
         with sandbox("beside", run_steps=False) as other:  # the demo's services and team, no steps
             if finish(other, other.up()) != 0:
                 parser.exit(1, f"faults: the profile beside did not come up:\n{other.last_log(20)}\n")
-            return run_matrix(cells, args.json, args.clean_from, other, args.jobs)
+            return run_matrix(cells, args.json, args.clean_from, other, args.jobs, args.stacks)
 
 
 def run_matrix(
-    cells: list[str], out: Path, clean_from: Path | None, beside: Sandbox | None = None, jobs: int = 1
+    cells: list[str],
+    out: Path,
+    clean_from: Path | None,
+    beside: Sandbox | None = None,
+    jobs: int = 1,
+    stacks: str = STACKS,
 ) -> int:
     """The clean run (or the clean outcome of `clean_from`), then every cell, `jobs` at once; prints the matrix and
     writes `out`."""
@@ -668,12 +699,12 @@ def run_matrix(
     if clean_from:
         clean, clean_s = Outcome(**json.loads(clean_from.read_text())["clean"]), 0.0
     else:
-        clean, clean_s = clean_run(logs)
+        clean, clean_s = clean_run(logs, stacks)
     print(f"clean run: score {clean.score}, {clean.containers} containers, {clean_s:.0f} s", flush=True)
 
     def one(cell: str) -> Verdict:
         try:
-            v = run_cell(cell, clean, logs, beside)
+            v = run_cell(cell, clean, logs, beside, stacks)
         except RuntimeError as err:  # the harness could not place its fault: say so, never count it as held
             v = Verdict(cell, "LOST", f"harness: {err}")
         print(
@@ -693,6 +724,7 @@ def run_matrix(
                 "date": time.strftime("%Y-%m-%d"),
                 "took_s": round(took),
                 "beside": beside.profile if beside else None,
+                "stacks": stacks,
                 "clean": asdict(clean),
                 "cells": [asdict(v) for v in verdicts],
             },

@@ -88,7 +88,9 @@ def test_kills_at_preview_seed_shutdown_and_evaluation_and_a_hanging_model(bare)
     again while the seed step works, the model hanging on every agent's next request after the kickoff, the session
     killed while the shutdown seals the archives and again while the evaluator runs; each time `pulumi cancel` and
     the same launch again. It scores what a clean run scores, with the same counts, verified copies, and nothing left
-    behind; and another profile up beside it all the while sees no change (containers, networks, image tags)."""
+    behind; and another profile up beside it all the while sees no change (containers, networks, image tags). The
+    profile runs as a stack per task (model/parts.py), so the kills hit the platform's, the task's and the launch
+    between them."""
     other = bare("beside")
     up(other)
     cells = ["sigkill@preview", "sigkill@seed", "model-hang@kickoff", "sigkill@shutdown", "sigkill@evaluate"]
@@ -110,5 +112,5 @@ def test_a_data_root_full_while_the_team_works_marks_the_task(pulumi_engine: str
     team works: it cannot push, which no recovery brings back, so the run says so. The task is marked DATA_ROOT_FULL,
     scored incomplete and counted failed; after making room and the same launch, nothing else differs from a clean
     run: the copies verified, nothing left running, destroy leaving nothing."""
-    verdict = faults.run_sequence(["disk-full@export"], CLEAN)
+    verdict = faults.run_sequence(["disk-full@export"], CLEAN, stacks="one")  # the other cells: a stack per task
     assert verdict.verdict == "marked", verdict  # only where the task holds the marker and all else held
