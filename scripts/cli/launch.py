@@ -145,7 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"launch: profile {args.stack} runs as one stack; use scripts/host/launch.sh", file=sys.stderr)
         return 2
     env = {**os.environ, **preview_env(), parts.WHOLE_PREVIEW_ENV: "1"}
-    previewed = subprocess.run(["pulumi", "preview", "-s", args.stack, *pack(args.stack), *rest], cwd=ROOT, env=env)
+    try:  # in this process group: a terminal's Ctrl-C reaches the preview itself
+        previewed = subprocess.run(["pulumi", "preview", "-s", args.stack, *pack(args.stack), *rest], cwd=ROOT, env=env)
+    except KeyboardInterrupt:
+        print("launch: interrupted in the preview; nothing changed", file=sys.stderr)
+        return 130
     if previewed.returncode != 0 or args.mode == "preview":
         return previewed.returncode
     if not yes:

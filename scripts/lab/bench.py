@@ -46,7 +46,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -54,10 +54,11 @@ from typing import Any
 import yaml
 
 from components.containers import health_of
-from model import contract, topology
+from model import contract, parts, topology
 from model.catalog import tasks as catalog
 from model.profile import Profile, parse_profile
 from model.roles import ROLES, ServiceSpec, spec
+from model.stackfiles import load_profile, stack_file
 from model.topology import Placement
 from scripts.cli.status import mib
 from scripts.lab import docker_disk, swarm_lab
@@ -180,6 +181,15 @@ class BenchStack:
     def timed(self, *args: str, env: dict[str, str] | None = None) -> tuple[float, int, str]:
         return timed_pulumi([*self.pulumi, *args], cwd=self.proj, env={**self.env, **(env or {})})
 
+    def on(self, stack: str) -> BenchStack:
+        """The same project and backend, `pulumi` on another stack (a part of a per-task profile)."""
+        return replace(self, pulumi=[*self.pulumi[:-1], stack])
+
+    def stacks(self) -> list[str]:
+        """The profile's stacks in launch order (model/parts.py)."""
+        name = self.pulumi[-1]
+        return [s for s, _ in parts.stacks_of(name, load_profile(name, self.proj))]
+
     def state(self) -> tuple[int, int]:
         """The stack's checkpoint as the file backend keeps it: bytes, and resources in it (the engine rewrites all of
         it after every step of an `up`)."""
@@ -230,7 +240,10 @@ def bench_stack(
         )
         yield made
     finally:
-        subprocess.run([*made.pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=made.env)
+        for part in made.stacks() if stack_file(stack, proj).exists() else [stack]:
+            subprocess.run(
+                [*made.on(part).pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=made.env
+            )
 
 
 def run_dag(nodes: dict[str, tuple[list[str], Callable[[], None]]], parallel: int = PARALLEL) -> None:
@@ -249,6 +262,9 @@ def run_dag(nodes: dict[str, tuple[list[str], Callable[[], None]]], parallel: in
 
 
 # --- the model's containers, as the components declare them ---------------------------------------------------
+Phase = list[tuple[Placement, ServiceSpec]]
+
+
 @dataclass
 class Layout:
     """A profile's networks, containers (with their specs) and the order the components give them."""
@@ -259,13 +275,20 @@ class Layout:
     def __post_init__(self) -> None:
         self.containers = [(c, spec(self.p, c)) for c in topology.Layout.of(self.p).placements]
 
-    def running(self) -> list[str]:
-        """The containers `up` leaves running: not the one-shot bootstrap, not the woken workers."""
-        return [c.name for c, s in self.containers if not (s.one_shot or s.woken)]
+    def running(self, among: Phase | None = None) -> list[str]:
+        """The containers `up` leaves running (of `among`): not the one-shot bootstrap, not the woken workers."""
+        return [c.name for c, s in (self.containers if among is None else among) if not (s.one_shot or s.woken)]
 
-    def woken(self) -> list[str]:
+    def woken(self, among: Phase | None = None) -> list[str]:
         """The workers created stopped for the wake step (the components pass `start: false`)."""
-        return [c.name for c, s in self.containers if s.woken]
+        return [c.name for c, s in (self.containers if among is None else among) if s.woken]
+
+    def phases(self, per_task: bool) -> list[Phase]:
+        """What one `up` creates at once: everything; or (per task) the platform's containers, then each task's, as a
+        per-task profile's stacks create them one after another (model/parts.py)."""
+        if not per_task:
+            return [self.containers]
+        return [[(c, s) for c, s in self.containers if c.task == t] for t in (None, *self.p.tasks)]
 
     def deps(self, c: Placement) -> list[str]:
         """What a container waits for: a service its role's `after`; a team member every platform service."""
@@ -316,13 +339,14 @@ def private_images() -> None:
 
 
 def bench_profile(
-    name: str, workers: int, ntasks: int, octet: int, data: Path, run_steps: bool = False
+    name: str, workers: int, ntasks: int, octet: int, data: Path, run_steps: bool = False, stacks: str = "one"
 ) -> dict[str, Any]:
     """The stack's `config:`: the demo profile, bare topology (or the whole run), private image tags, these tasks and
-    sizes."""
+    sizes, as one stack or a stack per task."""
     return profile_config(
         "demo.profile.yaml",
         profile=name,
+        stacks=stacks,
         workers=workers,
         tasks=bench_tasks(ntasks),
         run_steps=run_steps,
@@ -378,6 +402,15 @@ def remove_containers(names: list[str]) -> None:
     COMPOSE_PARALLEL_LIMIT=8) kept stale endpoints on their networks, which then could not be removed (2026-12-03)."""
     with ThreadPoolExecutor(PARALLEL) as pool:
         list(pool.map(lambda n: subprocess.run(["docker", "rm", "-f", n], capture_output=True), names))
+
+
+def stop_team(phase: Phase) -> float:
+    """Stop a task's team before the next task's is created, as its shutdown step does (PARALLEL at a time), so that
+    only one task's health checks run; returns the seconds it took, which no side counts."""
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        list(pool.map(lambda c: subprocess.run(["docker", "stop", "-t", "5", c[0].name], capture_output=True), phase))
+    return time.monotonic() - t0
 
 
 def remove_networks(names: list[str], attempts: int = 60) -> None:
@@ -482,11 +515,11 @@ class Plain:
             if s.waited:
                 wait_healthy(c.name)
 
-    def up(self) -> float:
+    def up(self, per_task: bool = False) -> float:
         # the same names an earlier bench run may have left (a network Docker did not let go of at its end)
         ours = run(["docker", "network", "ls", "--filter", f"label={LABEL}", "--format", "{{.Name}}"]).stdout.split()
         remove_networks([n for n in self.nets.values() if n in ours])
-        t0 = time.monotonic()
+        t0, paused = time.monotonic(), 0.0
         for kind, subnet in self.lay.networks().items():
             run(
                 [
@@ -501,8 +534,14 @@ class Plain:
                     self.nets[kind],
                 ]
             )
-        run_dag({c.name: (self.lay.deps(c), partial(self.start_one, c, s)) for c, s in self.lay.containers})
-        return time.monotonic() - t0
+        phases = self.lay.phases(per_task)
+        for k, phase in enumerate(phases):
+            paused += stop_team(phases[k - 1]) if k >= 2 else 0.0
+            names = {c.name for c, _ in phase}
+            run_dag(
+                {c.name: ([d for d in self.lay.deps(c) if d in names], partial(self.start_one, c, s)) for c, s in phase}
+            )
+        return time.monotonic() - t0 - paused
 
     def reup(self) -> float:
         """What `up` with no changes checks: every container is there, running unless it may stop."""
@@ -531,6 +570,7 @@ class Compose:
 
     def __init__(self, lay: Layout, images: dict[str, str], workdir: Path, cmd: list[str]):
         self.lay, self.cmd = lay, [*cmd, "-p", f"bench-{lay.p.profile}", "-f", str(workdir / "compose.yaml")]
+        self.last: Phase | None = None  # per task: the last task's containers, still running after `up`
         nets = topology.Layout.of(lay.p).network_names
         self.nets = list(nets.values())
         specs = {c.name: s for c, s in lay.containers}
@@ -585,19 +625,26 @@ class Compose:
         }
         (workdir / "compose.yaml").write_text(yaml.safe_dump({"services": services, "networks": networks}))
 
-    def up(self) -> float:
-        t0 = time.monotonic()
-        # Compose's own parallelism, what its users get
-        run([*self.cmd, "up", "-d", *self.lay.running()], timeout=COMPOSE_TIMEOUT_S)
-        # the woken workers created, not started (what they depend on is up by now)
-        run([*self.cmd, "up", "--no-start", "--no-deps", *self.lay.woken()], timeout=COMPOSE_TIMEOUT_S)
-        waiting = [c.name for c, s in self.lay.containers if s.waited]
-        run_dag({n: ([], partial(wait_healthy, n)) for n in waiting})  # Compose returns once they are started
-        return time.monotonic() - t0
+    def up(self, per_task: bool = False) -> float:
+        t0, paused = time.monotonic(), 0.0
+        phases = self.lay.phases(per_task)
+        for k, phase in enumerate(phases):
+            paused += stop_team(phases[k - 1]) if k >= 2 else 0.0
+            # Compose's own parallelism, what its users get
+            run([*self.cmd, "up", "-d", *self.lay.running(phase)], timeout=COMPOSE_TIMEOUT_S)
+            # the woken workers created, not started (what they depend on is up by now)
+            if woken := self.lay.woken(phase):
+                run([*self.cmd, "up", "--no-start", "--no-deps", *woken], timeout=COMPOSE_TIMEOUT_S)
+            waiting = [c.name for c, s in phase if s.waited]
+            run_dag({n: ([], partial(wait_healthy, n)) for n in waiting})  # Compose returns once they are started
+        self.last = phases[-1] if per_task else None
+        return time.monotonic() - t0 - paused
 
     def reup(self) -> float:
+        """`up` again of what the last `up` left running (per task: the platform and the last task's team)."""
         t0 = time.monotonic()
-        run([*self.cmd, "up", "-d", "--no-recreate", *self.lay.running()], timeout=COMPOSE_TIMEOUT_S)
+        running = self.lay.running() if self.last is None else self.lay.running(self.lay.phases(True)[0] + self.last)
+        run([*self.cmd, "up", "-d", "--no-recreate", *running], timeout=COMPOSE_TIMEOUT_S)
         return time.monotonic() - t0
 
     def down(self) -> float:
@@ -636,9 +683,11 @@ def available_mb() -> int:
     )
 
 
-def check_cores(lay: Layout) -> float:
-    """The cores the running containers' health checks keep busy."""
-    running = set(lay.running())
+def check_cores(lay: Layout, per_task: bool = False) -> float:
+    """The cores the running containers' health checks keep busy (per task: the platform's and one task's, the
+    others stopped as their shutdown step stops them)."""
+    phases = lay.phases(per_task)
+    running = set(lay.running(phases[0] + max(phases[1:], key=len, default=[])))
     return sum(
         HEALTH_CHECK_CPU_S / int(health_of(s)["interval"].removesuffix("s"))
         for c, s in lay.containers
@@ -667,12 +716,13 @@ def failed(side: str, err: Exception) -> str:
     return f"{side}: {str(err).splitlines()[0]}"
 
 
-def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str, Any]:
-    result: dict[str, Any] = {"workers": workers, "tasks": ntasks}
+def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {"workers": workers, "tasks": ntasks, "stacks": "per-task" if per_task else "one"}
     with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
         tmpdir = Path(tmp)
         stack = f"bench-w{workers}x{ntasks}"
-        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "pulumi")
+        stacks = "per-task" if per_task else "one"
+        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "pulumi", stacks=stacks)
         built: list[str] = []  # the plain side's image tags
         with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
             checkout = made.proj / "stacks" / "demo"
@@ -686,7 +736,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
             )
             try:
                 tag_cleanrooms(lay)
-                result |= made.preview()
+                result |= made.preview({**PREVIEW_ENV, parts.WHOLE_PREVIEW_ENV: "1"} if per_task else PREVIEW_ENV)
                 if not fits:
                     result["skipped"] = (
                         f"up: {running} running containers x {per_container_mb:.0f} MB > "
@@ -695,7 +745,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                         else f"up: {running} running containers before any size measured their memory"
                     )
                     return result
-                cores, have = check_cores(lay), os.cpu_count() or 1
+                cores, have = check_cores(lay, per_task), os.cpu_count() or 1
                 if cores > CPU_SHARE * have:
                     result["skipped"] = (
                         f"up: the health checks of {running} running containers need ~{cores:.1f} cores > "
@@ -704,30 +754,35 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                     return result
 
                 failures = []
+                order = [made.on(s) for s in made.stacks()]
                 try:  # first, while the subnet picked for it is still free
-                    result["up"], result["up_mb"], _ = made.timed("up", "--yes", "--skip-preview")
-                    size, in_state = made.state()
+                    ups = pulumi_up(order, lay.phases(per_task))
+                    result["up"], result["up_mb"] = sum(t for t, _ in ups), max(mb for _, mb in ups)
+                    if per_task:
+                        result["up_parts"] = [round(t, 1) for t, _ in ups]
+                    states = [part.state() for part in order]
+                    size, in_state = max(states)
                     result["state_kb"], result["state_b/res"] = size // 1000, size // max(in_state, 1)
                     result["launch"] = result["preview"] + result["up"]
-                    result["reup"], _, _ = made.timed("up", "--yes", "--skip-preview")
+                    result["reup"] = sum(part.timed("up", "--yes", "--skip-preview")[0] for part in order)
                 except RuntimeError as e:  # a side that fails is reported; the others still run
                     failures.append(failed("pulumi", e))
                 finally:
-                    result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
+                    result["destroy"] = sum(
+                        part.timed("destroy", "--yes", "--skip-preview")[0] for part in reversed(order)
+                    )
 
                 # own names (of this run: a network Docker keeps must not stop the next run) and subnets (picked now),
                 # the same checkout
                 def side_layout(side: str) -> Layout:
-                    return layout(
-                        bench_profile(f"{side}{RUN}-w{workers}x{ntasks}", workers, ntasks, free_octet(), tmpdir / side),
-                        checkout,
-                    )
+                    name = f"{side}{RUN}-w{workers}x{ntasks}"
+                    return layout(bench_profile(name, workers, ntasks, free_octet(), tmpdir / side), checkout)
 
                 plain = Plain(side_layout("plain"))
                 built += list(plain.lay.images())
                 try:
                     result["plain_build"] = plain.build()
-                    result["plain_up"] = plain.up()
+                    result["plain_up"] = plain.up(per_task)
                     result["plain_reup"] = plain.reup()
                     result["per_container_mb"] = container_memory_mb("plain")
                 except RuntimeError as e:
@@ -744,7 +799,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
                     images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
                     compose = Compose(other, images, tmpdir, cmd)
                     try:
-                        result["compose_up"] = compose.up()
+                        result["compose_up"] = compose.up(per_task)
                         result["compose_reup"] = compose.reup()
                     except (RuntimeError, subprocess.TimeoutExpired) as e:
                         failures.append(failed("compose", e))
@@ -755,6 +810,18 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None) -> dict[str
             finally:
                 remove_leftovers(lay, built)
     return result
+
+
+def pulumi_up(order: list[BenchStack], phases: list[Phase]) -> list[tuple[float, int]]:
+    """`up --skip-preview` of each stack in launch order (seconds, peak MB of `pulumi`); per task, each task's team
+    stopped before the next task's stack, as its shutdown step stops it (not counted)."""
+    out = []
+    for k, part in enumerate(order):
+        if 2 <= k < len(phases):
+            stop_team(phases[k - 1])
+        seconds, mb, _ = part.timed("up", "--yes", "--skip-preview")
+        out.append((seconds, mb))
+    return out
 
 
 # How a preview can run: as `make up` and `make preview` run it, and (--all-ways) as a Pulumi user types it (a plain
@@ -899,6 +966,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[2, 8, 32, 128])
     ap.add_argument("--tasks", type=int, nargs="+", default=[1, 5])
     ap.add_argument("--preview-only", action="store_true")
+    ap.add_argument(
+        "--stacks",
+        choices=["one", "per-task"],
+        default="one",
+        help="the Pulumi side's profile as one stack, or a stack per task (model/parts.py); per task, every side "
+        "stops each task's team before the next task's, as the shutdown step does",
+    )
     ap.add_argument("--swarm", action="store_true", help="one task's team on one host beside a two-node swarm lab")
     ap.add_argument("--pipeline", action="store_true", help="preview only, of the whole run (every step too)")
     ap.add_argument(
@@ -921,9 +995,11 @@ def main(argv: list[str]) -> int:
         private_images()
         for ntasks in args.tasks:
             for workers in args.workers:
-                r = bench(workers, ntasks, float("inf") if args.preview_only else per_container)
+                r = bench(
+                    workers, ntasks, float("inf") if args.preview_only else per_container, args.stacks == "per-task"
+                )
                 per_container = r.get("per_container_mb", per_container)
-                print(row(r), flush=True)
+                print(row(r) + (f"   parts: {r['up_parts']}" if "up_parts" in r else ""), flush=True)
     finally:
         subprocess.run(["docker", "rmi", *reversed(PRIVATE.values())], capture_output=True)
     if per_container is not None:
