@@ -283,6 +283,12 @@ class Layout:
         """The workers created stopped for the wake step (the components pass `start: false`)."""
         return [c.name for c, s in (self.containers if among is None else among) if s.woken]
 
+    def at_once(self, per_task: bool) -> Phase:
+        """What runs at once: everything; per task, the platform and the largest task's team (each task's team is
+        stopped before the next one's is made, as its shutdown step does)."""
+        phases = self.phases(per_task)
+        return phases[0] + max(phases[1:], key=len, default=[])
+
     def phases(self, per_task: bool) -> list[Phase]:
         """What one `up` creates at once: everything; or (per task) the platform's containers, then each task's, as a
         per-task profile's stacks create them one after another (model/parts.py)."""
@@ -686,8 +692,7 @@ def available_mb() -> int:
 def check_cores(lay: Layout, per_task: bool = False) -> float:
     """The cores the running containers' health checks keep busy (per task: the platform's and one task's, the
     others stopped as their shutdown step stops them)."""
-    phases = lay.phases(per_task)
-    running = set(lay.running(phases[0] + max(phases[1:], key=len, default=[])))
+    running = set(lay.running(lay.at_once(per_task)))
     return sum(
         HEALTH_CHECK_CPU_S / int(health_of(s)["interval"].removesuffix("s"))
         for c, s in lay.containers
@@ -728,7 +733,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
             checkout = made.proj / "stacks" / "demo"
             lay = layout(config, checkout)
             result["containers"] = len(lay.containers)
-            running = len(lay.running())  # a container created stopped holds no memory
+            running = len(lay.running(lay.at_once(per_task)))  # a container created stopped holds no memory
             fits = (
                 running <= UNMEASURED_MAX
                 if per_container_mb is None
@@ -833,21 +838,27 @@ PREVIEW_WAYS = {
 }
 
 
-def pipeline(workers: int, ntasks: int, ways: list[str]) -> list[dict[str, Any]]:
+def pipeline(workers: int, ntasks: int, ways: list[str], stacks: str = "one") -> list[dict[str, Any]]:
     """The preview of the whole run (every step too) of a demo-shaped stack of this size, each way, one after the
-    other on the same stack; nothing is created."""
+    other on the same stack; nothing is created. Per task, it is the launch's preview of the whole profile in the
+    profile's stack (model/parts.py)."""
+    whole = {parts.WHOLE_PREVIEW_ENV: "1"} if stacks == "per-task" else {}
     with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
         tmpdir = Path(tmp)
         stack = f"benchrun-w{workers}x{ntasks}"
-        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "data", run_steps=True)
+        config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "data", run_steps=True, stacks=stacks)
         with bench_stack(tmpdir, stack, config) as made:
-            return [{"workers": workers, "tasks": ntasks, "way": w, **made.preview(PREVIEW_WAYS[w])} for w in ways]
+            return [
+                {"workers": workers, "tasks": ntasks, "way": w, **made.preview({**PREVIEW_WAYS[w], **whole})}
+                for w in ways
+            ]
 
 
-def pipeline_main(sizes: list[tuple[int, int]], ways: list[str]) -> int:
+def pipeline_main(sizes: list[tuple[int, int]], ways: list[str], stacks: str = "one") -> int:
+    print(f"stacks: {stacks}")
     print("workers tasks way            resources preview_s ms_per_resource pulumi_mb", flush=True)
     for workers, ntasks in sizes:
-        for r in pipeline(workers, ntasks, ways):
+        for r in pipeline(workers, ntasks, ways, stacks):
             print(
                 f"{workers:7d} {ntasks:5d} {r['way']:14} {r['resources']:9d} {r['preview']:9.1f} "
                 f"{r['ms_per_resource']:15.1f} {r['preview_mb']:9d}",
@@ -981,7 +992,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if args.pipeline:
         ways = list(PREVIEW_WAYS) if args.all_ways else ["launch"]
-        return pipeline_main([(w, t) for t in args.tasks for w in args.workers], ways)
+        return pipeline_main([(w, t) for t in args.tasks for w in args.workers], ways, args.stacks)
     if subprocess.run(["docker", "image", "inspect", DEMO_CLEANROOM], capture_output=True).returncode:
         print("bench: building the demo's images first (scripts/setup/demo_images.py, as `make demo` does)", flush=True)
         run(["bash", str(ROOT / "scripts" / "setup" / "base_image.sh")])
