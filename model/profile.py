@@ -122,8 +122,11 @@ class Profile(BaseModel):
     # Engine: one Docker host, or a Docker Swarm of several (model/placement.py)
     engine: Literal["docker", "swarm"] = Field("docker", description="One Docker host, or a Docker Swarm of several")
     swarm: SwarmSettings | None = Field(None, description="engine=swarm: manager, registry, nodes, placement policy")
+    # how the profile is cut into stacks changes no run: out of the digest and of every step's inputs
     stacks: Literal["one", "per-task"] = Field(
-        "one", description="One stack, or per-task: a platform stack, a stack per task, the record (model/parts.py)"
+        "one",
+        description="One stack, or per-task: a platform stack, a stack per task, the record (model/parts.py)",
+        exclude=True,
     )
 
     # Host (docs/requirements.md R1-5)

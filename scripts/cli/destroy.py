@@ -1,11 +1,12 @@
-"""destroy: a profile's stacks destroyed in reverse launch order (`make destroy STACK=...`, `make demo-destroy`).
+"""destroy: every stack of a profile, the record's first (`make destroy STACK=...`, `make demo-destroy`).
 
     .venv/bin/python -m scripts.cli destroy STACK [--yes] [pulumi args]
 
-One stack: its `pulumi destroy`. A per-task profile (model/parts.py): the record's stack first (its preserve step,
-deleted first, refuses while any result lacks its verified copy), then each task's, the last task first (each
-task's preserve step refuses likewise), then the platform's (the profile's data, deleted last, refusing as well). It
-stops at the first stack that fails: nothing is lost, and the same command goes on once the cause is fixed.
+One stack: its `pulumi destroy`. A per-task profile (model/parts.py): first the profile's own stack, the record (its
+`preserve-run` step, deleted first, refuses while any result lacks its verified copy, and then nothing is deleted);
+then every task's stack, also those of tasks since dropped from the profile; the platform's last (the profile's data,
+deleted last, refuses as well). It stops at the first stack that fails: nothing is lost, and the same command goes on
+once the cause is fixed. It needs no valid profile: the stacks are found by name.
 """
 
 from __future__ import annotations
@@ -15,25 +16,34 @@ import json
 import subprocess
 import sys
 
-from model import parts
-from model.profile import ProfileError
-from model.stackfiles import ROOT, load_profile
+from model import contract, parts
+from model.stackfiles import ROOT
+
+
+def destroy_order(stack: str, existing: set[str]) -> list[str]:
+    """The profile's stacks that exist, in the order they are destroyed (part stacks are `<stack>.<part>`; a profile's
+    name holds no dot)."""
+    platform = parts.platform_stack(stack)
+    tasks = sorted(s for s in existing if s.startswith(f"{stack}.") and s != platform)
+    return [s for s in (stack, *tasks, platform) if s in existing]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m scripts.cli destroy", description=__doc__.splitlines()[0])
     ap.add_argument("stack")
     args, rest = ap.parse_known_args(argv)
+    if not contract.PROFILE_RE.fullmatch(args.stack):
+        ap.error(f"not a profile's stack: {args.stack!r} (a part stack goes with its profile's)")
     yes = any(a in ("--yes", "-y") for a in rest)
     rest = [a for a in rest if a not in ("--yes", "-y", "--skip-preview")]
-    try:
-        p = load_profile(args.stack)
-    except (FileNotFoundError, ProfileError) as err:
-        print(f"destroy: {err}", file=sys.stderr)
+    listed = subprocess.run(["pulumi", "stack", "ls", "--json"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        print(f"destroy: pulumi stack ls: {listed.stderr.strip()}", file=sys.stderr)
         return 2
-    listed = subprocess.run(["pulumi", "stack", "ls", "--json"], cwd=ROOT, capture_output=True, text=True, check=True)
-    existing = {s["name"] for s in json.loads(listed.stdout or "[]")}
-    order = [s for s, _ in reversed(parts.stacks_of(args.stack, p)) if s in existing]
+    order = destroy_order(args.stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
+    if not order:
+        print(f"destroy: no stack {args.stack} or part of it", file=sys.stderr)
+        return 2
     if not yes:
         if not sys.stdin.isatty():
             print("destroy: not on a terminal; pass --yes to destroy", file=sys.stderr)

@@ -9,7 +9,8 @@ resource created), in order: the platform; each task, the next one beginning onc
 shutdown receipt (its evaluation goes on beside the next task); the record once every task's stack is done. A failed
 part stops the launch after the parts in flight end; the same command then resumes, completed steps staying done.
 A `--config KEY=VALUE` goes to the preview, which saves it in the profile's file, where every part reads it.
-Ctrl-C (SIGINT) and SIGTERM are passed on once to every update in flight.
+Ctrl-C (SIGINT) and SIGTERM are passed on to every update in flight, each time (a second Ctrl-C makes pulumi give up
+what is in flight, as it does on its own); nothing new starts after one.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ def without_config(args: list[str]) -> list[str]:
 
 
 class Updates:
-    """The part stacks' `pulumi up` processes: started in a process group each, so a terminal's Ctrl-C reaches this
-    launcher alone and is passed on once (a second SIGINT would make pulumi abandon what is in flight)."""
+    """The part stacks' `pulumi up` processes: each in a process group of its own, so a terminal's Ctrl-C reaches this
+    launcher alone and each update gets it once from here; without the terminal (`--non-interactive`, no stdin), so a
+    background group never stops on it and two updates' lines do not draw over each other."""
 
     def __init__(self, pulumi_args: list[str]):
         self.args = pulumi_args
@@ -76,10 +78,13 @@ class Updates:
             if proc.poll() is None:
                 proc.send_signal(sig)
 
-    def start(self, stack: str) -> subprocess.Popen[bytes]:
+    def start(self, stack: str) -> subprocess.Popen[bytes] | None:
+        """The stack's update, unless a signal came meanwhile."""
+        if self.stopping:
+            return None
         print(f"launch: pulumi up -s {stack}", flush=True)
-        cmd = ["pulumi", "up", "--yes", "--skip-preview", "-s", stack, *self.args]
-        self.running[stack] = subprocess.Popen(cmd, cwd=ROOT, process_group=0)
+        cmd = ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", stack, *self.args]
+        self.running[stack] = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, process_group=0)
         return self.running[stack]
 
     def ended(self) -> bool:
@@ -102,19 +107,21 @@ def run_parts(stack: str, p: Profile, pulumi_args: list[str]) -> int:
     rd = RunDir.of(p)
     shutdown = steps.BASELINE_STOP if p.kind == "baseline" else steps.SHUTDOWN
     updates = Updates(pulumi_args)
-    for part_stack, part in parts.stacks_of(stack, p):
-        if part.kind == "record":
-            updates.wait_all()
-        if updates.ended():
-            break
-        proc = updates.start(part_stack)
-        done = part.kind != "task" or not p.run_steps
-        while not updates.ended() and proc.poll() is None:
-            if not done and ok_result(steps.read_receipt(rd, shutdown, part.task), steps.RESULTS[shutdown.name]):
-                print(f"launch: {part.task} shut down; its stack goes on (evaluation) beside the next", flush=True)
+    try:
+        for part_stack, part in parts.stacks_of(stack, p):
+            if part.kind == "record":
+                updates.wait_all()
+            proc = None if updates.ended() else updates.start(part_stack)
+            if proc is None:
                 break
-            time.sleep(POLL_S)
-    updates.wait_all()
+            done = part.kind != "task" or not p.run_steps
+            while not updates.ended() and proc.poll() is None:
+                if not done and ok_result(steps.read_receipt(rd, shutdown, part.task), steps.RESULTS[shutdown.name]):
+                    print(f"launch: {part.task} shut down; its stack goes on (evaluation) beside the next", flush=True)
+                    break
+                time.sleep(POLL_S)
+    finally:  # whatever happens here, no update is left without its launcher
+        updates.wait_all()
     if updates.failed or updates.stopping:
         print(
             f"launch: stopped ({', '.join(updates.failed) or 'by a signal'}); fix the cause and run the same command "
@@ -145,13 +152,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"launch: profile {args.stack} runs as one stack; use scripts/host/launch.sh", file=sys.stderr)
         return 2
     env = {**os.environ, **preview_env(), parts.WHOLE_PREVIEW_ENV: "1"}
-    try:  # in this process group: a terminal's Ctrl-C reaches the preview itself
-        previewed = subprocess.run(["pulumi", "preview", "-s", args.stack, *pack(args.stack), *rest], cwd=ROOT, env=env)
-    except KeyboardInterrupt:
-        print("launch: interrupted in the preview; nothing changed", file=sys.stderr)
-        return 130
-    if previewed.returncode != 0 or args.mode == "preview":
-        return previewed.returncode
+    preview = subprocess.Popen(["pulumi", "preview", "-s", args.stack, *pack(args.stack), *rest], cwd=ROOT, env=env)
+    while True:  # in this process group: a terminal's Ctrl-C reaches the preview itself; a signal to this launcher only
+        try:  # is passed on
+            previewed = preview.wait()
+            break
+        except KeyboardInterrupt:
+            preview.send_signal(signal.SIGINT)
+    if previewed != 0 or args.mode == "preview":
+        return previewed
     if not yes:
         if not sys.stdin.isatty():
             print("launch: not on a terminal; pass --yes to perform the update", file=sys.stderr)
@@ -159,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         if not input("Do you want to perform this update? [y/N] ").lower().startswith("y"):
             print("launch: nothing changed", file=sys.stderr)
             return 1
+    p = load_profile(args.stack)  # again: the preview saved any `--config` in the profile's file
     return run_parts(args.stack, p, [*pack(args.stack), *without_config(rest)])
 
 

@@ -27,6 +27,7 @@ from model import contract, parts
 from model.parts import Part
 from model.profile import NAMESPACE, RETIRED, Profile, ProfileError, parse_profile
 from model.stackfiles import ROOT, plain_settings, policy_config_path, stack_file
+from scripts.cli.destroy import destroy_order
 from scripts.setup import copilot_cli
 
 UPSTREAM_ENV = Path("~/.pbench-upstream.env").expanduser()
@@ -180,6 +181,18 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
 
+    listed = {s["name"]: s for s in json.loads(pulumi("stack", "ls", "--json").stdout or "[]")}
+    before = config.get(f"{prefix}stacks", "one")
+    if plain.get("stacks", "one") != before:  # the resources of the one layout would collide with the other's
+        holding = [n for n in destroy_order(args.name, set(listed)) if listed[n].get("resourceCount")]
+        if holding:
+            print(
+                f"new-stack: stacks {before} -> {plain.get('stacks', 'one')}: {', '.join(holding)} still hold "
+                f"resources; destroy them first (`make destroy STACK={args.name}`)",
+                file=sys.stderr,
+            )
+            return 2
+
     # Everything is valid: write the plain settings, then the secrets through pulumi (encrypted).
     config.update({f"{prefix}{k}": v for k, v in sorted(plain.items())})
     doc["config"] = dict(sorted(config.items()))
@@ -211,9 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     os.chmod(path, 0o600)
     print(f"stack {args.name}: {path} (run {plain['run_id']}); generated: {', '.join(generated) or 'nothing (kept)'}")
     if profile.stacks == "per-task":
-        existing = {s["name"] for s in json.loads(pulumi("stack", "ls", "--json").stdout or "[]")}
         for part_stack, part in parts.stacks_of(args.name, profile)[:-1]:
-            write_part_stack(args.name, part_stack, part, part_stack in existing)
+            write_part_stack(args.name, part_stack, part, part_stack in listed)
         print(f"  and its parts (model/parts.py): {', '.join(s for s, _ in parts.stacks_of(args.name, profile))}")
     return 0
 
@@ -222,7 +234,7 @@ def write_part_stack(stack: str, part_stack: str, part: Part, exists: bool) -> N
     """A part stack of a per-task profile: its file names the part and holds the profile's secrets, copied by pulumi
     (encrypted for this stack); the settings stay in the profile's file alone."""
     if not exists:
-        pulumi("stack", "init", part_stack)
+        pulumi("stack", "init", "--no-select", part_stack)  # the profile's stack stays the selected one
     pulumi("config", "cp", "-s", stack, "-d", part_stack)
     path = stack_file(part_stack)
     doc = yaml.safe_load(path.read_text()) or {}

@@ -58,8 +58,9 @@ from model import contract, parts, topology
 from model.catalog import tasks as catalog
 from model.profile import Profile, parse_profile
 from model.roles import ROLES, ServiceSpec, spec
-from model.stackfiles import load_profile, stack_file
+from model.stackfiles import load_profile
 from model.topology import Placement
+from scripts.cli.destroy import destroy_order
 from scripts.cli.status import mib
 from scripts.lab import docker_disk, swarm_lab
 from scripts.lab.sandbox import (
@@ -240,7 +241,10 @@ def bench_stack(
         )
         yield made
     finally:
-        for part in made.stacks() if stack_file(stack, proj).exists() else [stack]:
+        listed = subprocess.run(
+            [*made.pulumi, "stack", "ls", "--json"], capture_output=True, text=True, cwd=proj, env=made.env
+        )
+        for part in destroy_order(stack, {s["name"] for s in json.loads(listed.stdout or "[]")}):
             subprocess.run(
                 [*made.on(part).pulumi, "stack", "rm", "--yes", "--force"], capture_output=True, cwd=proj, env=made.env
             )

@@ -38,10 +38,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from model import contract, parts, steps
+from model import contract, steps
 from model.records import read_index
 from model.rundir import DATA_ROOT_FULL, RunDir
-from model.stackfiles import load_profile
+from scripts.cli.destroy import destroy_order
 from scripts.lab import docker_disk, swarm_lab
 from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import demo_images
@@ -166,8 +166,9 @@ class Sandbox:
         )
 
     def stacks(self) -> list[str]:
-        """The profile's stacks in launch order (model/parts.py)."""
-        return [s for s, _ in parts.stacks_of(self.profile, load_profile(self.profile, self.proj))]
+        """The profile's stacks that exist (model/parts.py), found by name as `make destroy` finds them."""
+        listed = self.run("pulumi", "stack", "ls", "--json", check=False)
+        return destroy_order(self.profile, {s["name"] for s in json.loads(listed.stdout or "[]")})
 
     def up(self, *extra: str) -> subprocess.Popen[str]:
         """The documented launch (scripts/host/launch.sh: the preview with the pack, then `pulumi up`) in a session of

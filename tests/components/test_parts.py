@@ -57,12 +57,3 @@ def test_a_part_refuses_its_update_before_the_stacks_it_follows(profile):
         declared(profile, Part("task", TASKS[0]), preview=False)
     with pytest.raises(Exception, match=rf"preserve-task of {TASKS[0]}, preserve-task of {TASKS[1]}"):
         declared(profile, Part("record"), preview=False)
-
-
-def test_a_part_stack_config_must_match_its_name():
-    assert parts.of_part_config("p.platform", "p", "platform", TASKS) == Part("platform")
-    assert parts.of_part_config("p.jgm-pandoc-5caad90", "p", TASKS[0], TASKS) == Part("task", TASKS[0])
-    with pytest.raises(ValueError, match="whose stack is p.jgm-pandoc-5caad90"):
-        parts.of_part_config("p.other", "p", TASKS[0], TASKS)
-    with pytest.raises(ValueError, match="not in profile p's tasks"):
-        parts.of_part_config("p.x", "p", "owner__x.1234567", TASKS)
