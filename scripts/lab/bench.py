@@ -729,7 +729,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
     result: dict[str, Any] = {"workers": workers, "tasks": ntasks, "stacks": "per-task" if per_task else "one"}
     with tempfile.TemporaryDirectory(prefix="agensh-bench-") as tmp:
         tmpdir = Path(tmp)
-        stack = f"bench-w{workers}x{ntasks}"
+        stack = f"bench{RUN}-w{workers}x{ntasks}"  # of this run, like the other sides' (Docker may keep a network)
         stacks = "per-task" if per_task else "one"
         config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "pulumi", stacks=stacks)
         built: list[str] = []  # the plain side's image tags
