@@ -13,8 +13,8 @@ from model.profile import NAMESPACE, Profile, parse_profile
 ROOT = Path(__file__).resolve().parents[1]  # the project
 
 
-def stack_file(stack: str, root: Path = ROOT) -> Path:
-    return root / "stacks" / f"Pulumi.{stack}.yaml"
+def stack_file(stack: str, root: Path | None = None) -> Path:
+    return (root or ROOT) / "stacks" / f"Pulumi.{stack}.yaml"
 
 
 def plain_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def plain_settings(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_profile(stack: str, root: Path = ROOT) -> Profile:
+def load_profile(stack: str, root: Path | None = None) -> Profile:
     """A stack's profile from its file in the project at `root`, without the passphrase (the secrets are not part of
     it); ProfileError or FileNotFoundError when there is none."""
     path = stack_file(stack, root)
@@ -37,7 +37,7 @@ def load_profile(stack: str, root: Path = ROOT) -> Profile:
             f"no stack file {path}; create the stack with `.venv/bin/python -m scripts.cli new-stack {stack}` first"
         )
     p = parse_profile(plain_settings((yaml.safe_load(path.read_text()) or {}).get("config") or {}))
-    return p.model_copy(update={"agensh_checkout": str(p.checkout_path(root))})
+    return p.model_copy(update={"agensh_checkout": str(p.checkout_path(root or ROOT))})
 
 
 def policy_config_path(stack: str) -> Path:

@@ -326,10 +326,11 @@ def test_bad_input_exits_2_naming_it_and_writes_nothing(tmp_path: Path, tasks, c
 def test_a_stack_names_its_run_and_the_verdict_is_recorded_with_it(tmp_path: Path, tasks, capsys, monkeypatch):
     """A stack name stands for its run directory; the verdict goes into the run's manifest, and the run's verified
     copy is brought up to date so destroy still finds every file copied."""
+    from model import stackfiles
     from model.rundir import CopyDir, ProfileDir
-    from scripts.lib import copies, profiles
+    from scripts.lib import copies
 
-    monkeypatch.setattr(profiles, "ROOT", tmp_path)
+    monkeypatch.setattr(stackfiles, "ROOT", tmp_path)
     (tmp_path / "stacks").mkdir()
     (tmp_path / "stacks" / "Pulumi.cand.yaml").write_text(
         json.dumps(
