@@ -10,8 +10,9 @@ with the square of its resources (docs/performance.md). The profile then runs as
     <stack>              the run's end: manifest finish, report, preserve(run); the provenance record
 
 `scripts/cli/launch.py` updates them in that order (task k+1 begins at task k's shutdown receipt, so an evaluation
-overlaps the next task), `scripts/cli/destroy.py` destroys them in reverse. The launch's preview declares the whole
-profile in the profile's stack (`WHOLE_PREVIEW_ENV`), so the policy pack sees all of it before anything exists.
+overlaps the next task); `scripts/cli/destroy.py` destroys the record's first and the platform's last. The launch's
+preview declares the whole profile in the profile's stack (`WHOLE_PREVIEW_ENV`), so the policy pack sees all of it
+before anything exists.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ Kind = Literal["whole", "platform", "task", "record"]
 PLATFORM: Kind = "platform"
 PART_OF_KEY = "part_of"  # a part stack's own config: the profile's stack it belongs to
 PART_KEY = "part"  # ... and which part it is: `platform`, or a task id
-PART_KEYS = (PART_OF_KEY, PART_KEY)
 WHOLE_PREVIEW_ENV = "AGENSH_WHOLE_PREVIEW"  # set by the launch for its preview of a per-task profile
 
 
@@ -61,8 +61,8 @@ def task_stack(stack: str, task: str) -> str:
 
 
 def stacks_of(stack: str, p: Profile) -> list[tuple[str, Part]]:
-    """A profile's stacks in launch order (destroyed in reverse): its own; or, per task, the platform, each task,
-    then its own (the record)."""
+    """A profile's stacks in launch order: its own; or, per task, the platform, each task, then its own (the
+    record)."""
     if p.stacks == "one":
         return [(stack, WHOLE)]
     return [

@@ -197,10 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     config.update({f"{prefix}{k}": v for k, v in sorted(plain.items())})
     doc["config"] = dict(sorted(config.items()))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        yaml.safe_dump(doc, fh, sort_keys=False)
-    os.chmod(path, 0o600)
+    write_stack_file(path, doc)
     write_policy_config(args.name, profile)
 
     if pulumi("stack", "select", args.name, check=False).returncode != 0:
@@ -242,9 +239,16 @@ def write_part_stack(stack: str, part_stack: str, part: Part, exists: bool) -> N
     prefix = f"{NAMESPACE}:"
     own = {f"{prefix}{parts.PART_OF_KEY}": stack, f"{prefix}{parts.PART_KEY}": part.task or parts.PLATFORM}
     doc["config"] = {**own, **dict(sorted(secure.items()))}
+    write_stack_file(
+        path, doc, f"# A part of profile {stack} (model/parts.py), written by new-stack: edit {stack}'s file.\n"
+    )
+
+
+def write_stack_file(path: Path, doc: dict[str, Any], header: str = "") -> None:
+    """A stack file, mode 600 from its creation on (it holds encrypted secrets, and the profile's settings)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
-        fh.write(f"# A part of profile {stack} (model/parts.py), written by new-stack: edit {stack}'s file instead.\n")
+        fh.write(header)
         yaml.safe_dump(doc, fh, sort_keys=False)
     os.chmod(path, 0o600)
 

@@ -17,14 +17,12 @@ from typing import Any
 
 import yaml
 
+from scripts.cli.launch import preview_env
+
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("Pulumi.yaml", "__main__.py", "components", "model", "scripts", "policies")
 # What `make preview` adds to the environment (scripts/setup/preview.env), for previews run as users run them.
-PREVIEW_ENV = dict(
-    line.split("=", 1)
-    for line in (ROOT / "scripts" / "setup" / "preview.env").read_text().splitlines()
-    if line and not line.startswith("#")
-)
+PREVIEW_ENV = preview_env()
 
 
 def profile_config(source: str, **settings: Any) -> dict[str, Any]:
