@@ -154,4 +154,5 @@ def container(
             cgroup_parent=SLICE if p.host_units != "off" else None,
         ),
         opts,
+        exit_code=s.one_shot,
     )

@@ -176,7 +176,7 @@ class Experiment(pulumi.ComponentResource):
         if part.platform:
             assert data is not None
             manifest = self._platform_steps(data, manifest_inputs)
-            after = [self.platform.gate, self.platform]
+            after = [self.platform.gate, self.platform, self.platform_checked]
         elif not pulumi.runtime.is_dry_run():
             self._require_before(part)
 
@@ -331,18 +331,25 @@ class Experiment(pulumi.ComponentResource):
                 once_per_run=p.run_id,
             ),
         )
+        self.platform_checked = Step(
+            name,
+            steps.PREFLIGHT_PLATFORM,
+            si.PreflightPlatformInputs(run_dir=self.run_dir),
+            self.opts(self.platform),
+            late={"one_shots": self.platform.one_shots()},
+        )
         return manifest
 
     def _require_before(self, part: Part) -> None:
         """A part stack's update refuses before the stacks it follows are done (scripts/cli/launch.py runs them in
-        order): a task's after the model check and the previous task's shutdown, the record's after every task's
-        copy. It reads their receipts in the run directory."""
+        order): a task's after the platform's last check and the previous task's shutdown, the record's after every
+        task's copy. It reads their receipts in the run directory."""
         p, rd = self.p, RunDir.of(self.p)
         shutdown = steps.BASELINE_STOP if p.kind == "baseline" else steps.SHUTDOWN
         if part.kind == "task":
             assert part.task is not None
             k = p.tasks.index(part.task)
-            needed = [(steps.PREFLIGHT_MODEL, None), *([(shutdown, p.tasks[k - 1])] if k else [])]
+            needed = [(steps.PREFLIGHT_PLATFORM, None), *([(shutdown, p.tasks[k - 1])] if k else [])]
         else:
             needed = [(steps.PRESERVE_TASK, t) for t in p.tasks]
         missing = [

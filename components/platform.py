@@ -10,13 +10,16 @@ from collections.abc import Callable
 import pulumi
 
 from model.roles import ROLES
+from model.step_inputs import OneShot
 from model.topology import Layout, Placement
 
 from .containers import Declare
+from .sdk import Container
 
 
 class Platform(pulumi.ComponentResource):
     services: dict[str, pulumi.Resource]
+    placements: list[Placement]
 
     def __init__(
         self,
@@ -39,7 +42,7 @@ class Platform(pulumi.ComponentResource):
                 f"{name}-{c.role}", c, pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps])
             )
 
-        platform = [c for c in layout.placements if not ROLES[c.role].per_task]
+        platform = self.placements = [c for c in layout.placements if not ROLES[c.role].per_task]
         first = [c for c in platform if gate and ROLES[c.role].model_path]
         for c in first:
             add(c, after)
@@ -48,3 +51,15 @@ class Platform(pulumi.ComponentResource):
             if c not in first:
                 add(c, [*after, self.gate] if self.gate else after)
         self.register_outputs({"services": {r: c.name for r, c in self.services.items()}})  # type: ignore[attr-defined]
+
+    def one_shots(self) -> pulumi.Output[dict[str, OneShot]]:
+        """How each one-shot service (the bootstrap) ended, by container name: the platform's preflight checks it,
+        since the engine counts such a container created whatever its exit code."""
+        ran = [
+            (c.name, r)
+            for c in self.placements
+            if isinstance(r := self.services[c.role], Container) and r.reads_exit_code
+        ]
+        return pulumi.Output.all(*(pulumi.Output.all(r.urn, r.exit_code) for _, r in ran)).apply(
+            lambda ended: {name: OneShot(urn=urn, exit_code=code) for (name, _), (urn, code) in zip(ran, ended)}
+        )

@@ -123,7 +123,19 @@ class Container(pulumi.CustomResource):
     fewer Outputs (one per given input, and the id).
     """
 
-    def __init__(self, resource_name: str, args: docker.ContainerArgs, opts: pulumi.ResourceOptions):
+    def __init__(
+        self,
+        resource_name: str,
+        args: docker.ContainerArgs,
+        opts: pulumi.ResourceOptions,
+        *,
+        exit_code: bool = False,
+    ):
+        """`exit_code`: also hold the `exit_code` output (a one-shot container's), declared as the SDK's Container
+        declares it: a property set to None, which the SDK never sends as an input."""
+        self.reads_exit_code = exit_code
+        if exit_code:
+            args.__dict__["exit_code"] = None
         super().__init__(
             "docker:index/container:Container",
             resource_name,
@@ -131,6 +143,11 @@ class Container(pulumi.CustomResource):
             args,  # type: ignore[arg-type]
             pulumi.ResourceOptions.merge(docker_sdk.get_resource_opts_defaults(), opts),
         )
+
+    @property
+    @pulumi.getter(name="exitCode")
+    def exit_code(self) -> pulumi.Output[int | None]:
+        return pulumi.get(self, "exit_code")
 
 
 def shared_outputs(make: Callable[[str, str], T]) -> Callable[[str, str], T]:

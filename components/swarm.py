@@ -399,4 +399,5 @@ class Swarm(pulumi.ComponentResource):
                 logs=True,
             ),
             opts,
+            exit_code=True,
         )

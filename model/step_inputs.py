@@ -54,6 +54,19 @@ class PreflightModelInputs(Inputs):
     proxy_url: str
 
 
+class OneShot(BaseModel):
+    """How a one-shot platform container (the bootstrap) ended, as the engine read it back."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    urn: str  # its resource, for `pulumi up --replace` once the cause of a failure is fixed
+    exit_code: int | None  # None: not read back
+
+
+class PreflightPlatformInputs(Inputs):
+    one_shots: dict[str, OneShot] = {}  # container name -> how it ended (known once it ran)
+
+
 class ManifestInputs(Inputs):
     project_dir: str
     checkout: str

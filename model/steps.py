@@ -52,6 +52,9 @@ SWARM_NODES = StepDef(
 PREFLIGHT_HOST = StepDef("preflight-host", "preflight", si.PreflightHostInputs, r.PreflightResult, args="host")
 MANIFEST_START = StepDef("manifest-start", "manifest", si.ManifestInputs, r.ManifestStart, args="start")
 PREFLIGHT_MODEL = StepDef("preflight-model", "preflight", si.PreflightModelInputs, r.PreflightResult, args="model")
+PREFLIGHT_PLATFORM = StepDef(
+    "preflight-platform", "preflight", si.PreflightPlatformInputs, r.PreflightResult, args="platform"
+)
 SEED = StepDef("seed", "seed", si.SeedInputs, r.SeedResult)
 WAKE = StepDef("wake", "wake", si.WakeInputs, r.WakeResult)
 KICKOFF = StepDef("kickoff", "kickoff", si.KickoffInputs, r.KickoffResult)
@@ -80,6 +83,7 @@ STEPS: tuple[StepDef, ...] = (
     PREFLIGHT_HOST,
     MANIFEST_START,
     PREFLIGHT_MODEL,
+    PREFLIGHT_PLATFORM,
     SEED,
     WAKE,
     KICKOFF,

@@ -8,6 +8,9 @@ routes nor other Docker networks; operator ports free; the team limits as render
 `model` phase (after the egress proxy is up, before any other platform service): the gateway's model list through
 the proxy (`GET /v1/models`), which must hold the profile's model id (a gateway without a list is a warning in the
 receipt, not a failure), and one small live model request through the proxy.
+`platform` phase (after every platform service, before any task): each one-shot service (the bootstrap, which makes
+the accounts and tokens the teams use) exited 0. The engine waits for such a container to end but counts it created
+whatever its exit code, so without this check a failed bootstrap would start six hours of teams without accounts.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 from model import contract, steps
 from model.records import Check, PreflightResult
 from model.rundir import RunDir
-from model.step_inputs import PreflightHostInputs, PreflightModelInputs
+from model.step_inputs import OneShot, PreflightHostInputs, PreflightModelInputs, PreflightPlatformInputs
 from scripts.lib.http import HTTPFailure, request
 from scripts.lib.step import StepFailed, load_inputs, progress, run_step
 
@@ -258,6 +261,17 @@ HOST_CHECKS: dict[str, Callable[[PreflightHostInputs], str]] = {
 }
 
 
+def check_one_shot(name: str, o: OneShot) -> str:
+    if o.exit_code == 0:
+        return "exited 0"
+    stack = o.urn.split("::", 1)[0].removeprefix("urn:pulumi:")
+    how = "its exit code was not read back" if o.exit_code is None else f"it exited {o.exit_code}"
+    raise AssertionError(
+        f"{how} (its output: `docker logs {name}`). Once the cause is fixed, make it again with "
+        f"`pulumi up -s {stack} --replace '{o.urn}'` (after `. scripts/env.sh`), then `make up` again"
+    )
+
+
 def run_checks(checks: dict[str, Callable[[], str]]) -> PreflightResult:
     """Every check runs; all failures are reported at once."""
     results, failed = {}, []
@@ -288,6 +302,13 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
             return run_checks({n: partial(f, a) for n, f in HOST_CHECKS.items()})
 
         return run_step(steps.PREFLIGHT_HOST, RunDir(Path(a.run_dir)), None, a, body)
+    if phase == steps.PREFLIGHT_PLATFORM.args:
+        f = load_inputs(PreflightPlatformInputs, env)
+
+        def one_shots() -> PreflightResult:
+            return run_checks({n: partial(check_one_shot, n, o) for n, o in sorted(f.one_shots.items())})
+
+        return run_step(steps.PREFLIGHT_PLATFORM, RunDir(Path(f.run_dir)), None, f, one_shots)
     m = load_inputs(PreflightModelInputs, env)
     token = env.get("AGENSH_PROXY_TOKEN", "")
     return run_step(

@@ -27,8 +27,10 @@ class WireMonitor(MockMonitor):
         return super().RegisterResource(request)
 
 
-def sdk_container(resource_name: str, args: docker.ContainerArgs, opts: pulumi.ResourceOptions) -> docker.Container:
-    """The same container through the SDK's own class, with the same arguments."""
+def sdk_container(
+    resource_name: str, args: docker.ContainerArgs, opts: pulumi.ResourceOptions, exit_code: bool = False
+) -> docker.Container:
+    """The same container through the SDK's own class, with the same arguments (it always holds `exit_code`)."""
     return docker.Container(resource_name, opts=opts, **vars(args))
 
 

@@ -54,9 +54,9 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     assert len(containers) == 7 + 2 * workers
     assert len(by_type[NETWORK]) == 4
     assert len(by_type[IMAGE]) == 1 + 3 + 6 + 1  # cleanroom, third-party, shared images, one worker image
-    # profile data, host units, 2 preflights, manifest start/finish, the report, the run's copy; seed, wake, kickoff,
+    # profile data, host units, 3 preflights, manifest start/finish, the report, the run's copy; seed, wake, kickoff,
     # export, reminders, nudges, shutdown, evaluate, score and the task's copy for the one task
-    assert len(by_type["command:local:Command"]) == 8 + 10
+    assert len(by_type["command:local:Command"]) == 9 + 10
 
     nets = {r.inputs["name"]: r for r in by_type[NETWORK]}
     internal, egress = nets[f"omcgitea-{stack}-internal"], nets[f"omcgitea-{stack}-egress"]
@@ -135,8 +135,11 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
         for r in containers.values()
         if r.parent == platform_urn and r.urn != proxy_urn
     )
+    # ... and for the platform's preflight, which follows all of them (the bootstrap's exit code: test_one_shot.py)
     seed = regs["experiment-jgm-pandoc-5caad90-seed"]
-    assert platform_children | {urn["experiment-preflight-model"]} <= set(seed.deps)
+    checks = {urn["experiment-preflight-model"], urn["experiment-preflight-platform"]}
+    assert platform_children | checks <= set(seed.deps)
+    assert platform_children <= set(regs["experiment-preflight-platform"].deps)
     assert all(urn["experiment-jgm-pandoc-5caad90-seed"] in w.deps for w in workers_ + routers)
     # the seed's cleanroom copy is named per profile and task and labelled: a killed seed's is found and removed
     copy = json.loads(unsecret(seed.inputs["environment"])["AGENSH_INPUT"])["cleanroom"]
