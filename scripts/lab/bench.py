@@ -424,6 +424,19 @@ def stop_team(phase: Phase) -> float:
     return time.monotonic() - t0
 
 
+def timed_phases(phases: list[Phase], make: Callable[[Phase], Any]) -> list[float]:
+    """The seconds each phase (the platform, then each task's team) took to make; per task, each task's team stopped
+    before the next task's is made (`stop_team`, not counted), as its shutdown step does."""
+    took = []
+    for k, phase in enumerate(phases):
+        if k >= 2:
+            stop_team(phases[k - 1])
+        t0 = time.monotonic()
+        make(phase)
+        took.append(time.monotonic() - t0)
+    return took
+
+
 def remove_networks(names: list[str], attempts: int = 60) -> None:
     """Remove these networks, waiting up to `attempts` seconds for Docker to let go of the endpoints of containers
     just removed (after some hundred `rm -f`, a `network rm` fails for a while); says on stderr which stayed."""
@@ -451,6 +464,7 @@ class Plain:
     def __init__(self, lay: Layout):
         self.lay, self.nets = lay, topology.Layout.of(lay.p).network_names
         self.made: list[str] = []
+        self.phase_s: list[float] = []  # after `up`: the seconds of each phase (the platform, each task's team)
 
     def build(self) -> float:
         t0 = time.monotonic()
@@ -530,7 +544,7 @@ class Plain:
         # the same names an earlier bench run may have left (a network Docker did not let go of at its end)
         ours = run(["docker", "network", "ls", "--filter", f"label={LABEL}", "--format", "{{.Name}}"]).stdout.split()
         remove_networks([n for n in self.nets.values() if n in ours])
-        t0, paused = time.monotonic(), 0.0
+        t0 = time.monotonic()
         for kind, subnet in self.lay.networks().items():
             run(
                 [
@@ -545,14 +559,16 @@ class Plain:
                     self.nets[kind],
                 ]
             )
-        phases = self.lay.phases(per_task)
-        for k, phase in enumerate(phases):
-            paused += stop_team(phases[k - 1]) if k >= 2 else 0.0
+        networks = time.monotonic() - t0
+
+        def make(phase: Phase) -> None:
             names = {c.name for c, _ in phase}
             run_dag(
                 {c.name: ([d for d in self.lay.deps(c) if d in names], partial(self.start_one, c, s)) for c, s in phase}
             )
-        return time.monotonic() - t0 - paused
+
+        self.phase_s = timed_phases(self.lay.phases(per_task), make)
+        return networks + sum(self.phase_s)
 
     def reup(self) -> float:
         """What `up` with no changes checks: every container is there, running unless it may stop."""
@@ -582,6 +598,7 @@ class Compose:
     def __init__(self, lay: Layout, images: dict[str, str], workdir: Path, cmd: list[str]):
         self.lay, self.cmd = lay, [*cmd, "-p", f"bench-{lay.p.profile}", "-f", str(workdir / "compose.yaml")]
         self.last: Phase | None = None  # per task: the last task's containers, still running after `up`
+        self.phase_s: list[float] = []  # after `up`: the seconds of each phase (the platform, each task's team)
         nets = topology.Layout.of(lay.p).network_names
         self.nets = list(nets.values())
         specs = {c.name: s for c, s in lay.containers}
@@ -637,10 +654,7 @@ class Compose:
         (workdir / "compose.yaml").write_text(yaml.safe_dump({"services": services, "networks": networks}))
 
     def up(self, per_task: bool = False) -> float:
-        t0, paused = time.monotonic(), 0.0
-        phases = self.lay.phases(per_task)
-        for k, phase in enumerate(phases):
-            paused += stop_team(phases[k - 1]) if k >= 2 else 0.0
+        def make(phase: Phase) -> None:
             # Compose's own parallelism, what its users get
             run([*self.cmd, "up", "-d", *self.lay.running(phase)], timeout=COMPOSE_TIMEOUT_S)
             # the woken workers created, not started (what they depend on is up by now)
@@ -648,8 +662,11 @@ class Compose:
                 run([*self.cmd, "up", "--no-start", "--no-deps", *woken], timeout=COMPOSE_TIMEOUT_S)
             waiting = [c.name for c, s in phase if s.waited]
             run_dag({n: ([], partial(wait_healthy, n)) for n in waiting})  # Compose returns once they are started
+
+        phases = self.lay.phases(per_task)
+        self.phase_s = timed_phases(phases, make)
         self.last = phases[-1] if per_task else None
-        return time.monotonic() - t0 - paused
+        return sum(self.phase_s)
 
     def reup(self) -> float:
         """`up` again of what the last `up` left running (per task: the platform and the last task's team)."""
@@ -796,6 +813,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
                 try:
                     result["plain_build"] = plain.build()
                     result["plain_up"] = plain.up(per_task)
+                    result["plain_parts"] = [round(t, 1) for t in plain.phase_s]
                     result["plain_reup"] = plain.reup()
                     result["per_container_mb"] = container_memory_mb("plain")
                 except RuntimeError as e:
@@ -813,6 +831,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
                     compose = Compose(other, images, tmpdir, cmd)
                     try:
                         result["compose_up"] = compose.up(per_task)
+                        result["compose_parts"] = [round(t, 1) for t in compose.phase_s]
                         result["compose_reup"] = compose.reup()
                     except (RuntimeError, subprocess.TimeoutExpired) as e:
                         failures.append(failed("compose", e))
@@ -1010,6 +1029,7 @@ def main(argv: list[str]) -> int:
     print("seconds; *_mb: peak MB of `pulumi`; up/plain and up/compose count the plain side's image builds too")
     print(" ".join(COLUMNS), flush=True)
     per_container: float | None = None  # measured on the first size that runs
+    per_task_run = args.stacks == "per-task"
     try:
         private_images()
         for ntasks in args.tasks:
@@ -1018,7 +1038,10 @@ def main(argv: list[str]) -> int:
                     workers, ntasks, float("inf") if args.preview_only else per_container, args.stacks == "per-task"
                 )
                 per_container = r.get("per_container_mb", per_container)
-                print(row(r) + (f"   parts: {r['up_parts']}" if "up_parts" in r else ""), flush=True)
+                print(row(r), flush=True)
+                for side in ("up", "plain", "compose"):  # per task: each side's time per phase, to compare growth
+                    if per_task_run and f"{side}_parts" in r:
+                        print(f"   {side} parts: {r[f'{side}_parts']}", flush=True)
     finally:
         subprocess.run(["docker", "rmi", *reversed(PRIVATE.values())], capture_output=True)
     if per_container is not None:
