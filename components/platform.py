@@ -19,7 +19,7 @@ from .sdk import Container
 
 class Platform(pulumi.ComponentResource):
     services: dict[str, pulumi.Resource]
-    placements: list[Placement]
+    one_shot_containers: dict[str, Container]  # the one-shot services (the bootstrap), by container name
 
     def __init__(
         self,
@@ -34,15 +34,17 @@ class Platform(pulumi.ComponentResource):
         own depends_on does not reach its children). `gate`: declares, given the model-path services, what every
         other service waits for (it is `self.gate`)."""
         super().__init__("agensh:index:Platform", name, None, opts)
-        self.services = {}
+        self.services, self.one_shot_containers = {}, {}
 
         def add(c: Placement, wait_for: list[pulumi.Resource]) -> None:
             deps = [self.services[d] for d in ROLES[c.role].after if d in self.services]
-            self.services[c.role] = declare(
+            r = self.services[c.role] = declare(
                 f"{name}-{c.role}", c, pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps])
             )
+            if isinstance(r, Container) and r.reads_exit_code:
+                self.one_shot_containers[c.name] = r
 
-        platform = self.placements = [c for c in layout.placements if not ROLES[c.role].per_task]
+        platform = [c for c in layout.placements if not ROLES[c.role].per_task]
         first = [c for c in platform if gate and ROLES[c.role].model_path]
         for c in first:
             add(c, after)
@@ -55,11 +57,7 @@ class Platform(pulumi.ComponentResource):
     def one_shots(self) -> pulumi.Output[dict[str, OneShot]]:
         """How each one-shot service (the bootstrap) ended, by container name: the platform's preflight checks it,
         since the engine counts such a container created whatever its exit code."""
-        ran = [
-            (c.name, r)
-            for c in self.placements
-            if isinstance(r := self.services[c.role], Container) and r.reads_exit_code
-        ]
+        ran = list(self.one_shot_containers.items())
         return pulumi.Output.all(*(pulumi.Output.all(r.urn, r.exit_code) for _, r in ran)).apply(
             lambda ended: {name: OneShot(urn=urn, exit_code=code) for (name, _), (urn, code) in zip(ran, ended)}
         )

@@ -415,13 +415,11 @@ def remove_containers(names: list[str]) -> None:
         list(pool.map(lambda n: subprocess.run(["docker", "rm", "-f", n], capture_output=True), names))
 
 
-def stop_team(phase: Phase) -> float:
+def stop_team(phase: Phase) -> None:
     """Stop a task's team before the next task's is created, as its shutdown step does (PARALLEL at a time), so that
-    only one task's health checks run; returns the seconds it took, which no side counts."""
-    t0 = time.monotonic()
+    only one task's health checks run; no side counts its time."""
     with ThreadPoolExecutor(PARALLEL) as pool:
         list(pool.map(lambda c: subprocess.run(["docker", "stop", "-t", "5", c[0].name], capture_output=True), phase))
-    return time.monotonic() - t0
 
 
 def timed_phases(phases: list[Phase], make: Callable[[Phase], Any]) -> list[float]:
@@ -1029,18 +1027,16 @@ def main(argv: list[str]) -> int:
     print("seconds; *_mb: peak MB of `pulumi`; up/plain and up/compose count the plain side's image builds too")
     print(" ".join(COLUMNS), flush=True)
     per_container: float | None = None  # measured on the first size that runs
-    per_task_run = args.stacks == "per-task"
+    per_task = args.stacks == "per-task"
     try:
         private_images()
         for ntasks in args.tasks:
             for workers in args.workers:
-                r = bench(
-                    workers, ntasks, float("inf") if args.preview_only else per_container, args.stacks == "per-task"
-                )
+                r = bench(workers, ntasks, float("inf") if args.preview_only else per_container, per_task)
                 per_container = r.get("per_container_mb", per_container)
                 print(row(r), flush=True)
                 for side in ("up", "plain", "compose"):  # per task: each side's time per phase, to compare growth
-                    if per_task_run and f"{side}_parts" in r:
+                    if per_task and f"{side}_parts" in r:
                         print(f"   {side} parts: {r[f'{side}_parts']}", flush=True)
     finally:
         subprocess.run(["docker", "rmi", *reversed(PRIVATE.values())], capture_output=True)
