@@ -1,14 +1,17 @@
 """The agensh policy rules. `__main__.py` only builds the pack from `POLICIES`; tests import this module.
 
 Policies see the engine's view of resources: camelCase property names, numbers as floats, values unknown
-at preview absent. Every message names the resource and the fix. Each rule's level and numbers can be set
-through `--policy-pack-config` (see the README).
+at preview absent. Every message names the resource and the fix. Each rule's numbers for a stack are the ones
+`new-stack` wrote to `stacks/<stack>.policy.json`, which the pack finds by itself (`stack_policy_config`), so a plain
+`pulumi preview` or `pulumi up` checks as `make preview` does; `--policy-pack-config` still overrides any of them.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -27,10 +30,11 @@ from pulumi_policy import (
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the project: its contract
 
-from model import contract, placement  # noqa: E402
+from model import contract, parts, placement  # noqa: E402
 from model.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
-from model.profile import Profile  # noqa: E402
+from model.profile import NAMESPACE, Profile  # noqa: E402
 from model.rundir import ProfileDir  # noqa: E402
+from model.stackfiles import policy_config_path  # noqa: E402
 
 # pulumi_policy's ReportViolation requires the urn; the engine's callback takes it as optional: (message, urn=None)
 Report = Callable[..., None]
@@ -39,6 +43,24 @@ Report = Callable[..., None]
 def profile_default(key: str) -> Any:
     """A profile setting's default: what the pack assumes when no policy config from `new_stack` says otherwise."""
     return Profile.model_fields[key].default
+
+
+STACK_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")  # what the engine allows in a stack's name
+
+
+def stack_policy_config(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """The stack's own numbers: `stacks/<stack>.policy.json` of the profile being checked, read from the stack's name
+    and config that the engine hands every policy pack (PULUMI_STACK, PULUMI_CONFIG; a part stack names its profile's
+    stack in `agensh:part_of`). Empty for a stack of no profile file. The pack starts from it, so typing
+    `pulumi up -s <stack>` checks with the same numbers as `make up`."""
+    stack = environ.get("PULUMI_STACK", "")
+    owner = json.loads(environ.get("PULUMI_CONFIG") or "{}").get(f"{NAMESPACE}:{parts.PART_OF_KEY}") or stack
+    if not STACK_NAME_RE.fullmatch(owner) or not (path := policy_config_path(owner)).is_file():
+        return {}
+    return {
+        policy: {k: EnforcementLevel(v) if k == "enforcementLevel" else v for k, v in values.items()}
+        for policy, values in json.loads(path.read_text()).items()
+    }
 
 
 CONTAINER = "docker:index/container:Container"

@@ -18,6 +18,9 @@ export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$AGENSH_HOME/state}"
 if [ -z "${PULUMI_CONFIG_PASSPHRASE+x}" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE_FILE:-}" ]; then
   export PULUMI_CONFIG_PASSPHRASE_FILE="$AGENSH_HOME/passphrase"
 fi
+# A `pulumi preview` or `pulumi up` typed in this shell runs the policy pack as `make preview` and `make up` do: the CLI
+# reads any flag from PULUMI_OPTION_<FLAG>, and the pack finds the stack's own numbers by itself.
+export PULUMI_OPTION_POLICY_PACK="${PULUMI_OPTION_POLICY_PACK:-$_agensh_root/policies}"
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK=true

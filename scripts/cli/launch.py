@@ -28,21 +28,17 @@ from model import parts, steps
 from model.profile import Profile, ProfileError
 from model.records import ok_result
 from model.rundir import RunDir
-from model.stackfiles import ROOT, load_profile, policy_config_path
+from model.stackfiles import ROOT, load_profile
 
 PREVIEW_ENV = ROOT / "scripts" / "setup" / "preview.env"
 POLL_S = 2.0
+PACK = ["--policy-pack", "policies"]  # it reads each part's numbers, its profile's, by itself
 
 
 def preview_env() -> dict[str, str]:
     """scripts/setup/preview.env's KEY=VALUE lines."""
     lines = (line.strip() for line in PREVIEW_ENV.read_text().splitlines())
     return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
-
-
-def pack(stack: str) -> list[str]:
-    config = policy_config_path(stack)
-    return ["--policy-pack", "policies", *(["--policy-pack-config", str(config)] if config.is_file() else [])]
 
 
 def without_config(args: list[str]) -> list[str]:
@@ -151,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     if p.stacks != "per-task":
         print(f"launch: profile {args.stack} runs as one stack; use scripts/host/launch.sh", file=sys.stderr)
         return 2
+    os.environ.pop("PULUMI_OPTION_POLICY_PACK", None)  # scripts/env.sh's: with PACK it would attach the pack twice
     env = {**os.environ, **preview_env(), parts.WHOLE_PREVIEW_ENV: "1"}
-    preview = subprocess.Popen(["pulumi", "preview", "-s", args.stack, *pack(args.stack), *rest], cwd=ROOT, env=env)
+    preview = subprocess.Popen(["pulumi", "preview", "-s", args.stack, *PACK, *rest], cwd=ROOT, env=env)
     while True:  # in this process group: a terminal's Ctrl-C reaches the preview itself; a signal to this launcher only
         try:  # is passed on
             previewed = preview.wait()
@@ -169,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             print("launch: nothing changed", file=sys.stderr)
             return 1
     p = load_profile(args.stack)  # again: the preview saved any `--config` in the profile's file
-    return run_parts(args.stack, p, [*pack(args.stack), *without_config(rest)])
+    return run_parts(args.stack, p, [*PACK, *without_config(rest)])
 
 
 if __name__ == "__main__":

@@ -77,8 +77,8 @@ def parse_set(items: list[str]) -> dict[str, Any]:
 
 
 def write_policy_config(stack: str, profile: Profile) -> None:
-    """The policy pack's numbers from this profile (`--policy-pack-config stacks/<stack>.policy.json`), merged into
-    what the file already holds (a user's relaxations stay)."""
+    """The policy pack's numbers from this profile (`stacks/<stack>.policy.json`, which the pack reads by itself),
+    merged into what the file already holds (a user's relaxations stay)."""
     path = policy_config_path(stack)
     config = json.loads(path.read_text()) if path.exists() else {}
     for policy, values in profile.policy_config().items():

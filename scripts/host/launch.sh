@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The documented launch and preview of a stack, with the policy pack and the stack's own numbers
-# (stacks/<stack>.policy.json when it exists). Run with scripts/env.sh sourced, from the project.
+# The documented launch and preview of a stack, with the policy pack (which reads the stack's own numbers,
+# stacks/<stack>.policy.json, by itself). Run with scripts/env.sh sourced, from the project.
 #
 #   launch.sh preview STACK [pulumi args]   the preview alone (make preview)
 #   launch.sh up STACK [pulumi args]        the preview, then the update (make up, make demo, a scheduled launch)
@@ -22,13 +22,13 @@ shift 2
 [[ $mode == preview || $mode == up ]] || usage
 [[ $stack =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || { echo "launch: not a stack name: '$stack'" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
+# the launch names the pack on each command; scripts/env.sh's PULUMI_OPTION_POLICY_PACK would attach it twice
+# (scripts/cli/launch.py does the same)
+unset PULUMI_OPTION_POLICY_PACK
 if grep -Eq "^[[:space:]]*agensh:stacks:[[:space:]]*[\"']?per-task" "stacks/Pulumi.$stack.yaml" 2>/dev/null; then
   exec .venv/bin/python -m scripts.cli launch "$mode" "$stack" "$@"
 fi
 pack=(--policy-pack policies)
-if [ -f "stacks/$stack.policy.json" ]; then
-  pack+=(--policy-pack-config "stacks/$stack.policy.json")
-fi
 yes=0 rest=()
 for arg in "$@"; do
   case $arg in

@@ -187,7 +187,7 @@ class Sandbox:
 
     def preview(self, *extra: str) -> subprocess.CompletedProcess[str]:
         """A plain `pulumi preview` with the policy pack (the provider plans every change), not raising on failure."""
-        pack = ["--policy-pack", "policies", "--policy-pack-config", f"stacks/{self.profile}.policy.json"]
+        pack = ["--policy-pack", "policies"]  # it reads stacks/<profile>.policy.json by itself
         return self.run("pulumi", "preview", "--non-interactive", "-s", self.profile, *pack, *extra, check=False)
 
     def last_log(self, lines: int = 15) -> str:

@@ -62,6 +62,7 @@ def isolated_env(tmp: Path, passphrase: str, **extra: str) -> dict[str, str]:
     (tmp / "state").mkdir(exist_ok=True)
     env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp / 'state'}", PULUMI_CONFIG_PASSPHRASE=passphrase, **extra)
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    env.pop("PULUMI_OPTION_POLICY_PACK", None)  # the user's checkout's pack (scripts/env.sh); a sandbox names its own
     return env
 
 

@@ -221,9 +221,10 @@ def test_demo_resumes_scores_and_cleans_up(demo):
                 steps[name] = (r.get("id"), r.get("created"))
         return steps
 
-    preview = run(
-        "pulumi", "preview", "--non-interactive", "-s", profile, *policy, extra=PREVIEW_ENV
-    )  # as `make preview`
+    # as typed after `. scripts/env.sh` (the pack attached by PULUMI_OPTION_POLICY_PACK), with `make preview`'s
+    # settings: the pack finds the stack's own numbers (the demo's relaxation of image-pins) by itself
+    pack_by_env = {**PREVIEW_ENV, "PULUMI_OPTION_POLICY_PACK": str(proj / "policies")}
+    preview = run("pulumi", "preview", "--non-interactive", "-s", profile, extra=pack_by_env)
     assert "agensh@v0.0.1" in preview.stdout and "mandatory" not in preview.stdout
 
     # First up, killed (its whole session: `pulumi`, its plugins, the step programs) while the export step waits for

@@ -234,3 +234,24 @@ def test_10_labels(rtype):
     assert "lacks the label(s) agensh.profile" in check(rules.labels_present, rtype, {"name": "x", "labels": []})[0]
     foreign = [{"label": "agensh.profile", "value": "p"}, {"label": "com.docker.compose.project", "value": "other"}]
     assert "must start with 'omcgitea-'" in check(rules.labels_present, rtype, {"name": "x", "labels": foreign})[0]
+
+
+def test_the_pack_finds_the_stacks_own_numbers(tmp_path, monkeypatch):
+    """A plain `pulumi up -s <stack>` attaches no policy config: the pack reads the file new-stack wrote, for a part
+    stack its profile's, by the stack's name and config the engine gives every pack."""
+    import json
+
+    from model import stackfiles
+
+    monkeypatch.setattr(stackfiles, "ROOT", tmp_path)
+    (tmp_path / "stacks").mkdir()
+    written = {"image-pins": {"enforcementLevel": "advisory"}, "memory-ceilings": {"workerMaxMb": 4096}}
+    (tmp_path / "stacks" / "cohort-w8.policy.json").write_text(json.dumps(written))
+    want = {"image-pins": {"enforcementLevel": EnforcementLevel.ADVISORY}, "memory-ceilings": {"workerMaxMb": 4096}}
+    assert rules.stack_policy_config({"PULUMI_STACK": "cohort-w8"}) == want
+    part = {"PULUMI_STACK": "cohort-w8.platform", "PULUMI_CONFIG": json.dumps({"agensh:part_of": "cohort-w8"})}
+    assert rules.stack_policy_config(part) == want
+    assert rules.stack_policy_config({"PULUMI_STACK": "other"}) == {}
+    assert rules.stack_policy_config({}) == {}
+    hostile = {"PULUMI_STACK": "x", "PULUMI_CONFIG": json.dumps({"agensh:part_of": "../../etc/x"})}
+    assert rules.stack_policy_config(hostile) == {}
