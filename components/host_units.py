@@ -36,7 +36,8 @@ def install_script(profile: Profile) -> str:
 
 
 class HostUnits(pulumi.ComponentResource):
-    """Installs the slice and guard once; destroy removes only what this stack installed."""
+    """Installs the slice and guard once; destroy removes what agensh installed only as the last profile using them
+    (the delete's output says what it left and why)."""
 
     receipt: pulumi.Output[str]
 

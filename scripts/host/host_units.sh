@@ -3,16 +3,22 @@
 #   sh -s install < (settings + this script)   settings: SLICE_MEMORY_PERCENT, GUARD_EXEC (absolute path of the
 #                           guard script), GUARD_SCRIPT (optional: its content, written to GUARD_EXEC first; remote
 #                           hosts), OWNER (the profile that installs)
-#   sh -s remove < (settings + this script)    removes only what OWNER's install installed
+#   sh -s remove < (settings + this script)    OWNER leaves; the last profile to leave removes what agensh installed
 # The settings come as shell assignments on stdin before the script (components/host_units.py), never through the
 # environment (SSH refuses it without AcceptEnv) nor the command line (the host's process list shows it).
-# Idempotent. A slice or an enabled, working guard already on the host is reused, never overwritten. The install
-# receipt (JSON, also printed) stays on the host in STATE_DIR, so removal knows what this owner installed.
+# Idempotent. A slice or an enabled, working guard already on the host is reused, never overwritten. The units are
+# shared by reference (docs/operations.md, "Host units on a shared host"): in STATE_DIR each profile that installed or
+# reused them keeps its install receipt (JSON, also printed), and host-units.installed lists the units agensh
+# installed once their installer has left. Removal leaves them while another profile's receipt or a task in the slice
+# remains, and says so.
 set -eu
 UNITS=${SYSTEMD_UNIT_DIR:-/etc/systemd/system}
 SLICE=$UNITS/pbench.slice
-GUARD=$UNITS/pbench-reboot-guard.service
-STATE=${STATE_DIR:-/var/lib/agensh}/host-units.${OWNER:?}.json
+GUARD_UNIT=pbench-reboot-guard.service
+GUARD=$UNITS/$GUARD_UNIT
+DIR=${STATE_DIR:-/var/lib/agensh}
+STATE=$DIR/host-units.${OWNER:?}.json
+INSTALLED=$DIR/host-units.installed
 
 install() {
   : "${SLICE_MEMORY_PERCENT:?}" "${GUARD_EXEC:?}"
@@ -46,28 +52,54 @@ install() {
   receipt=$(printf '{"slice": "%s", "guard": "%s", "guard_exec": "%s", "slice_memory_max": "%s"}' \
     "$slice_state" "$guard_state" "$GUARD_EXEC" "$memory_max")
   if [ ! -f "$STATE" ]; then  # a re-install finds the units present: the first receipt says what this owner installed
-    mkdir -p "$(dirname "$STATE")"
     printf '%s\n' "$receipt" >"$STATE"
   fi
   printf '%s\n' "$receipt"
 }
 
-remove() {
-  receipt=$(cat "$STATE" 2>/dev/null || true)
-  removed=""
-  case "$receipt" in *'"guard": "installed"'*)
-    systemctl disable --quiet pbench-reboot-guard.service 2>/dev/null || true
-    rm -f "$GUARD"; removed="$removed guard" ;;
-  esac
-  case "$receipt" in *'"slice": "installed"'*)
-    systemctl stop pbench.slice 2>/dev/null || true
-    rm -f "$SLICE"; removed="$removed slice" ;;
-  esac
-  [ -z "$removed" ] || systemctl daemon-reload
-  rm -f "$STATE"
-  echo "removed:${removed:- nothing}"
+# has UNIT: agensh installed it on this host (host-units.installed, which outlives the installer's receipt)
+has() { grep -qsx "$1" "$INSTALLED"; }
+
+remember() {  # RECEIPT: add what its owner installed (receipts from before host-units.installed existed too)
+  case "$1" in *'"slice": "installed"'*) has pbench.slice || echo pbench.slice >>"$INSTALLED" ;; esac
+  case "$1" in *'"guard": "installed"'*) has "$GUARD_UNIT" || echo "$GUARD_UNIT" >>"$INSTALLED" ;; esac
 }
 
+remove() {
+  users=""
+  for receipt in "$DIR"/host-units.*.json; do
+    [ -f "$receipt" ] || continue
+    remember "$(cat "$receipt")"
+    if [ "$receipt" != "$STATE" ]; then user=${receipt#"$DIR"/host-units.}; users="${users:+$users, }${user%.json}"; fi
+  done
+  rm -f "$STATE"
+  units=""
+  if has pbench.slice; then units=pbench.slice; fi
+  if has "$GUARD_UNIT"; then units="${units:+$units and }$GUARD_UNIT"; fi
+  if [ -z "$units" ]; then echo "removed nothing: agensh did not install pbench.slice or $GUARD_UNIT"; return; fi
+  if [ -n "$users" ]; then echo "left $units: still used by profiles $users"; return; fi
+  # stopping the slice stops every unit in it; a container still there may be a neighbour's that counts on the guard
+  tasks=0
+  if systemctl is-active --quiet pbench.slice; then tasks=$(systemctl show -p TasksCurrent --value pbench.slice); fi
+  if [ "$tasks" != 0 ]; then echo "left $units: tasks still run in pbench.slice (TasksCurrent=$tasks)"; return; fi
+  if has "$GUARD_UNIT"; then
+    systemctl disable --quiet "$GUARD_UNIT" 2>/dev/null || true
+    rm -f "$GUARD"
+  fi
+  if has pbench.slice; then
+    systemctl stop pbench.slice 2>/dev/null || true
+    rm -f "$SLICE"
+  fi
+  systemctl daemon-reload
+  rm -f "$INSTALLED"
+  echo "removed $units"
+}
+
+mkdir -p "$DIR"
+if command -v flock >/dev/null 2>&1; then  # two profiles installing or removing at once see each other's receipts
+  exec 9>"$DIR/host-units.lock"
+  flock -w 60 9 || { echo "host units: another install or removal still holds $DIR/host-units.lock" >&2; exit 1; }
+fi
 case "${1:-}" in
   install) install ;;
   remove) remove ;;

@@ -1,6 +1,6 @@
 """Host units for real: pbench.slice and the reboot guard installed over SSH (command.remote) on a container
 that boots systemd, through the real engine. Install, reinstall without change, dry run of the guard, removal,
-and reuse of a guard another checkout installed."""
+reuse of a guard another checkout installed, and two profiles sharing the units by reference."""
 
 from __future__ import annotations
 
@@ -12,16 +12,22 @@ from pathlib import Path
 
 import pytest
 
+from components.host_units import install_script
+from model.profile import parse_profile
+from tests.conftest import require
 from tests.integration.conftest import docker
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARD = "/etc/systemd/system/pbench-reboot-guard.service"
 SLICE = "/etc/systemd/system/pbench.slice"
 STATE = "/var/lib/agensh/host-units.hostunits-test.json"
+INSTALLED = "/var/lib/agensh/host-units.installed"
 
 
 @pytest.fixture
-def stack(tmp_path: Path, systemd_host, pulumi_engine: str):
+def project(tmp_path: Path, systemd_host, pulumi_engine: str):
+    """The throwaway project on a file backend. `new_stack(profile)` makes a stack (named as its profile) whose host
+    units go on the systemd host and returns its `pulumi(*args)`; every stack made is destroyed at the end."""
     proj = tmp_path / "project"
     shutil.copytree(Path(__file__).parent / "host_units_project", proj)
     (proj / "Pulumi.yaml").write_text((proj / "Pulumi.yaml").read_text().replace("VIRTUALENV", str(ROOT / ".venv")))
@@ -33,35 +39,52 @@ def stack(tmp_path: Path, systemd_host, pulumi_engine: str):
         AGENSH_ROOT=str(ROOT),
     )
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    made: list[str] = []
 
-    def pulumi(*args: str, stdin: str | None = None, check: bool = True):
-        out = subprocess.run(
-            ["pulumi", *args, "--non-interactive", "-s", "units"],
+    def new_stack(profile: str = "hostunits-test"):
+        def pulumi(*args: str, stdin: str | None = None, check: bool = True):
+            out = subprocess.run(
+                ["pulumi", *args, "--non-interactive", "-s", profile],
+                cwd=proj,
+                env=env,
+                input=stdin,
+                capture_output=True,
+                text=True,
+            )
+            if not check:
+                return out
+            assert out.returncode == 0, f"pulumi {args}: {out.stdout}\n{out.stderr}"
+            return out.stdout
+
+        subprocess.run(
+            ["pulumi", "stack", "init", profile, "--non-interactive"],
             cwd=proj,
             env=env,
-            input=stdin,
+            check=True,
             capture_output=True,
-            text=True,
         )
-        if not check:
-            return out
-        assert out.returncode == 0, f"pulumi {args}: {out.stdout}\n{out.stderr}"
-        return out.stdout
+        made.append(profile)
+        pulumi("config", "set", "profile", profile)
+        pulumi("config", "set", "host", systemd_host["ip"])
+        pulumi("config", "set", "host_key", systemd_host["host_key"])
+        pulumi("config", "set", "--secret", "key", stdin=systemd_host["key"])
+        return pulumi
 
-    subprocess.run(
-        ["pulumi", "stack", "init", "units", "--non-interactive"], cwd=proj, env=env, check=True, capture_output=True
-    )
-    pulumi("config", "set", "host", systemd_host["ip"])
-    pulumi("config", "set", "host_key", systemd_host["host_key"])
-    pulumi("config", "set", "--secret", "key", stdin=systemd_host["key"])
-    yield pulumi, systemd_host
-    subprocess.run(
-        ["pulumi", "destroy", "--yes", "-s", "units", "--non-interactive"], cwd=proj, env=env, capture_output=True
-    )
+    yield new_stack, systemd_host
+    for profile in made:
+        subprocess.run(
+            ["pulumi", "destroy", "--yes", "-s", profile, "--non-interactive"], cwd=proj, env=env, capture_output=True
+        )
 
 
-def host_exec(host: dict, *cmd: str, check: bool = True) -> str:
-    return docker("exec", host["name"], *cmd, check=check)
+@pytest.fixture
+def stack(project):
+    new_stack, host = project
+    return new_stack(), host
+
+
+def host_exec(host: dict, *cmd: str, check: bool = True, stdin: str | None = None) -> str:
+    return docker("exec", *(["-i"] if stdin is not None else []), host["name"], *cmd, check=check, stdin=stdin)
 
 
 def test_install_reinstall_dry_run_remove(stack):
@@ -144,3 +167,100 @@ def test_existing_guard_is_reused_not_overwritten(stack):
     pulumi("destroy", "--yes", "--skip-preview")
     assert host_exec(host, "cat", GUARD) == before  # destroy removes only what this stack installed
     assert host_exec(host, "systemctl", "is-enabled", "pbench-reboot-guard.service") == "enabled"
+
+
+def present(host: dict, path: str) -> bool:
+    return host_exec(host, "sh", "-c", f"test -e {path} && echo present || echo absent") == "present"
+
+
+def container_in_slice(host: dict, profile: str) -> str:
+    """A running container of `profile` in the host's pbench.slice as the host's systemd sees it: the host is a
+    container sharing this machine's cgroup tree, so Docker (cgroupfs driver) places it by the slice's cgroup path."""
+    name = f"agensh-test-slice-{host['run']}-{profile}"
+    cgroup = host_exec(host, "systemctl", "show", "-p", "ControlGroup", "--value", "pbench.slice")
+    docker(
+        "run",
+        "-d",
+        "--name",
+        name,
+        "--network",
+        "none",
+        "--label",
+        f"agensh.test={host['run']}",
+        "--label",
+        f"agensh.profile={profile}",
+        "--cgroup-parent",
+        cgroup,
+        "agensh-systemd-host:bookworm",
+        "sleep",
+        "600",
+    )
+    return name
+
+
+def test_two_profiles_share_the_units_by_reference(project):
+    """The profile that installed the units is destroyed first: the other's container in the slice keeps running, its
+    guard stays enabled, and the destroy says what it left and why; the last profile's destroy removes the units. A
+    slice that still runs tasks is stopped by no one's removal (the script driven as the component drives it)."""
+    require(
+        docker("info", "-f", "{{.CgroupDriver}}") == "cgroupfs",
+        "Docker's cgroupfs driver (the test places a container in the systemd host's slice by its cgroup path)",
+    )
+    new_stack, host = project
+    first, second = new_stack("hostunits-a"), new_stack("hostunits-b")
+    first("up", "--yes", "--skip-preview")
+    second("up", "--yes", "--skip-preview")
+    receipt = json.loads(json.loads(second("stack", "output", "--json", "--show-secrets"))["receipt"])
+    assert receipt["slice"] == "present" and receipt["guard"] == "reused"
+    seconds = host_exec(host, "cat", "/var/lib/agensh/host-units.hostunits-b.json")
+    assert not present(host, INSTALLED)  # until the installer leaves, its receipt alone says so (as earlier versions)
+
+    theirs = container_in_slice(host, "hostunits-b")
+    try:
+        assert host_exec(host, "systemctl", "show", "-p", "TasksCurrent", "--value", "pbench.slice") == "1"
+        gone = first("destroy", "--yes", "--skip-preview")
+        assert "left pbench.slice and pbench-reboot-guard.service: still used by profiles hostunits-b" in gone, gone
+        assert docker("inspect", "-f", "{{.State.Running}}", theirs) == "true"
+        assert host_exec(host, "systemctl", "is-active", "pbench.slice") == "active"  # never stopped
+        assert host_exec(host, "systemctl", "is-enabled", "pbench-reboot-guard.service") == "enabled"
+        assert present(host, SLICE) and present(host, GUARD)
+        assert host_exec(host, "cat", "/var/lib/agensh/host-units.hostunits-b.json") == seconds
+    finally:
+        docker("rm", "-f", theirs, check=False)
+
+    # the second's containers go before its host units (they depend on them): the last profile to leave removes them
+    gone = second("destroy", "--yes", "--skip-preview")
+    assert "removed pbench.slice and pbench-reboot-guard.service" in gone, gone
+    for path in (SLICE, GUARD, INSTALLED, "/var/lib/agensh/host-units.hostunits-a.json"):
+        assert not present(host, path), path
+
+    # the last to leave, with a neighbour's container still in the slice: nothing is stopped or removed
+    profile = parse_profile(
+        {
+            "profile": "hostunits-c",
+            "run_id": "20261129t000000z",
+            "tasks": ["testorg__calculator.abc1234"],
+            "llm_upstream": "http://model.invalid",
+            "agensh_checkout": "/nonexistent",
+            "host_units": "remote",
+            "ssh_host": host["ip"],
+            "ssh_user": "root",
+            "ssh_host_key": host["host_key"],
+        }
+    )
+    units = install_script(profile)
+    host_exec(host, "sh", "-s", "install", stdin=units)
+    neighbour = container_in_slice(host, "neighbour")
+    try:
+        left = host_exec(host, "sh", "-s", "remove", stdin=units)
+        assert (
+            left
+            == "left pbench.slice and pbench-reboot-guard.service: tasks still run in pbench.slice (TasksCurrent=1)"
+        )
+        assert docker("inspect", "-f", "{{.State.Running}}", neighbour) == "true"
+        assert host_exec(host, "systemctl", "is-active", "pbench.slice") == "active"
+        assert host_exec(host, "systemctl", "is-enabled", "pbench-reboot-guard.service") == "enabled"
+    finally:
+        docker("rm", "-f", neighbour, check=False)
+    assert host_exec(host, "sh", "-s", "remove", stdin=units) == "removed pbench.slice and pbench-reboot-guard.service"
+    assert not present(host, SLICE) and not present(host, GUARD) and not present(host, INSTALLED)

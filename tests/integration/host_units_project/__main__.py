@@ -13,7 +13,7 @@ from model.profile import parse_profile  # noqa: E402
 cfg = pulumi.Config()
 profile = parse_profile(
     {
-        "profile": "hostunits-test",
+        "profile": cfg.get("profile") or "hostunits-test",
         "run_id": "20261129t000000z",
         "tasks": ["testorg__calculator.abc1234"],
         "llm_upstream": "http://model.invalid",
