@@ -224,9 +224,10 @@ def mysql_connections_needed(routers: int, platform: int) -> int:
     return CONNECTIONS_PER_ROUTER * routers + platform
 
 
-def mm_users_needed(workers: int, administrators: int) -> int:
-    """MM_MAX_USERS_PER_TEAM must exceed this (workers plus administrators)."""
-    return workers + administrators
+def mm_users_needed(workers: int, tasks: int, administrators: int) -> int:
+    """The chat users in the one Mattermost team (TEAM_NAME): the bootstrap registers every task's agents there at the
+    platform's start, plus the administrators. MM_MAX_USERS_PER_TEAM must exceed it."""
+    return workers * tasks + administrators
 
 
 def deadline_s(hours: float) -> int:
@@ -236,20 +237,23 @@ def deadline_s(hours: float) -> int:
 
 def team_limit_problems(
     workers: int,
+    tasks: int,
     routers: int,
     administrators: int,
     mm_max_users: int,
     mysql_max_connections: int,
     platform_connections: int,
 ) -> list[tuple[str, str]]:
-    """The team limits that do not scale by themselves with the worker count, as (profile key, problem)."""
+    """The team limits that do not scale by themselves with the worker count, as (profile key, problem). `workers`
+    and `routers` are one task's (a task's team runs alone); the chat counts every task's agents."""
     out = []
-    users = mm_users_needed(workers, administrators)
+    users = mm_users_needed(workers, tasks, administrators)
     if mm_max_users <= users:
         out.append(
             (
                 "mm_max_users_per_team",
-                f"{mm_max_users} must exceed {workers} workers + {administrators} administrators ({users})",
+                f"{mm_max_users} must exceed {tasks} task(s) x {workers} workers + {administrators} administrators "
+                f"({users}); set it to {users + 1} or more",
             )
         )
     need = mysql_connections_needed(routers, platform_connections)

@@ -66,7 +66,7 @@ class Profile(BaseModel):
     router_memory_gib: int = Field(contract.ROUTER_MEMORY_MAX_GIB, gt=0, description="Router memory ceiling")
     slice_memory_percent: int = Field(80, gt=0, le=100, description="pbench.slice MemoryMax, % of host RAM")
     mm_max_users_per_team: int = Field(
-        contract.MM_DEFAULT_MAX_USERS, gt=0, description="MM_MAX_USERS_PER_TEAM; must exceed workers + admins"
+        contract.MM_DEFAULT_MAX_USERS, gt=0, description="MM_MAX_USERS_PER_TEAM; must exceed workers x tasks + admins"
     )
     administrators: int = Field(2, ge=1, description="Mattermost users besides the workers")
     mysql_max_connections: int = Field(1000, gt=0, description="MYSQL_MAX_CONNECTIONS; 4 per router + platform")
@@ -289,6 +289,7 @@ class Profile(BaseModel):
         """The team limits as `contract.team_limit_problems` takes them."""
         return {
             "workers": self.workers,
+            "tasks": len(self.tasks),
             "routers": self.routers,
             "administrators": self.administrators,
             "mm_max_users": self.mm_max_users_per_team,

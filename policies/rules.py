@@ -441,17 +441,20 @@ image_pins = _policy(
 # --- 8: team limits ------------------------------------------------------------------------------------------
 def _team_limits(args: StackValidationArgs, report: Report) -> None:
     """The contract's team-limit rule on the rendered containers; the profile's numbers come from the policy config
-    `new_stack` writes (the profile's defaults otherwise)."""
+    `new_stack` writes (the profile's defaults otherwise). The chat's users are the ones the bootstrap registers
+    (its WORKERS for each of its TASKS), which a platform stack of a per-task profile holds without any worker."""
     cfg = args.get_config()
     cs = containers(args)
     workers = Counter(label_map(c.props).get(TASK_LABEL) for c in cs if role(c.props) == "worker")
     routers = Counter(label_map(c.props).get(TASK_LABEL) for c in cs if role(c.props) == "router")
     by_role = {role(c.props): c for c in cs}
+    registers = env_map(by_role["bootstrap"].props) if "bootstrap" in by_role else {}
     holder = {"mm_max_users_per_team": by_role.get("mattermost"), "mysql_max_connections": by_role.get("mysql")}
     mm, mysql = holder["mm_max_users_per_team"], holder["mysql_max_connections"]
     flags = [a for a in (mysql.props.get("command") or [] if mysql else []) if str(a).startswith("--max-connections=")]
     problems = contract.team_limit_problems(
-        workers=max(workers.values(), default=0),
+        workers=int(registers.get("WORKERS") or max(workers.values(), default=0)),
+        tasks=len(registers["TASKS"].split()) if registers.get("TASKS") else len(workers),
         routers=max(routers.values(), default=0),
         administrators=int(cfg.get("administrators", profile_default("administrators"))),
         mm_max_users=int(env_map(mm.props).get("MM_TEAMSETTINGS_MAXUSERSPERTEAM", contract.MM_DEFAULT_MAX_USERS))
@@ -468,7 +471,7 @@ def _team_limits(args: StackValidationArgs, report: Report) -> None:
 team_limits = _policy(
     StackValidationPolicy,
     "team-limits",
-    "Mattermost users exceed workers plus administrators; MySQL connections cover "
+    "Mattermost users exceed every task's workers plus administrators; MySQL connections cover "
     f"{contract.CONNECTIONS_PER_ROUTER} per router plus the platform.",
     _team_limits,
     {"administrators": {"type": "integer"}, "platformConnections": {"type": "integer"}},

@@ -72,6 +72,7 @@ def inputs(tmp_path: Path, run: str, **over) -> dict:
         "ports": [],
         "limits": {
             "workers": 8,
+            "tasks": 1,
             "routers": 8,
             "administrators": 2,
             "mm_max_users": 200,
@@ -119,6 +120,7 @@ def test_preflight_reports_every_failure(images, tmp_path: Path):
             host_units_receipt=json.dumps({"guard": "installed", "slice_memory_max": "infinity"}),
             limits={
                 "workers": 300,
+                "tasks": 1,
                 "routers": 300,
                 "administrators": 2,
                 "mm_max_users": 200,
@@ -133,7 +135,7 @@ def test_preflight_reports_every_failure(images, tmp_path: Path):
     assert rc == 1 and receipt["status"] == "failed"
     failed = {name for name, c in receipt["checks"].items() if not c["ok"]}
     assert failed == {"host-units", "images", "workers", "state", "subnets", "ports", "limits"}
-    assert "200 must exceed 300 workers" in receipt["checks"]["limits"]["detail"]
+    assert "200 must exceed 1 task(s) x 300 workers" in receipt["checks"]["limits"]["detail"]
     assert "agensh-test-absent:nope" in receipt["checks"]["images"]["detail"]
     assert "mode 0111" in receipt["checks"]["workers"]["detail"]
     assert net in receipt["checks"]["subnets"]["detail"]

@@ -64,6 +64,7 @@ def team_rendered(workers: int, max_connections: int) -> list:
 
 LIMITS = {
     "workers": 200,
+    "tasks": 1,
     "routers": 200,
     "administrators": 2,
     "mm_max_users": 400,
@@ -103,3 +104,34 @@ def test_memory_ceiling_changed_in_the_contract(monkeypatch: pytest.MonkeyPatch)
         parse_profile(raw())
     assert re.search("worker ceiling is 32768 MB", check(rules.memory_ceilings, C, worker())[0])
     assert parse_profile(raw(worker_memory_gib=32)).worker_memory_gib == 32
+
+
+def test_the_chat_counts_every_tasks_agents(monkeypatch: pytest.MonkeyPatch):
+    """The bootstrap registers every task's agents in one team: 128 workers x 5 tasks need a cap above 642, refused at
+    the profile (new-stack), by the pack (from the bootstrap's own WORKERS and TASKS, which a per-task profile's
+    platform stack holds without any worker) and by the preflight alike, each naming the number to set."""
+    tasks = [
+        "jgm__pandoc.5caad90",
+        "gromacs__gromacs.665ea4c",
+        "universal-ctags__ctags.243595e",
+        "php__php-src.c891263",
+        "ffmpeg__ffmpeg.360a402",
+    ]
+    with pytest.raises(
+        ProfileError, match=r"200 must exceed 5 task\(s\) x 128 workers \+ 2 administrators \(642\); set it to 643"
+    ):
+        parse_profile(raw(workers=128, tasks=tasks, mysql_max_connections=1000))
+    assert parse_profile(raw(workers=128, tasks=tasks, mm_max_users_per_team=643)).limits["tasks"] == 5
+    bootstrap = container("bootstrap", envs=["WORKERS=128", f"TASKS={' '.join(tasks)}"])
+    platform = [(C, container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=200"])), (C, bootstrap)]
+    assert any(
+        "set it to 643 or more; raise mm_max_users_per_team" in m for m in check_stack(rules.team_limits, platform)
+    )
+    fits = [(C, container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=643"])), (C, bootstrap)]
+    assert check_stack(rules.team_limits, fits) == []
+
+    class Five:
+        limits = {**LIMITS, "workers": 128, "routers": 128, "tasks": 5, "mm_max_users": 200}
+
+    with pytest.raises(AssertionError, match="set it to 643 or more"):
+        check_limits(Five())  # type: ignore[arg-type]

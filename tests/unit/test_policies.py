@@ -211,13 +211,13 @@ def test_8_team_limits():
     mm_small = container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=5"])
     mysql_small = container("mysql", command=["mysqld", "--max-connections=100"])
     got = check_stack(rules.team_limits, members + [(C, mm_small), (C, mysql_small)])
-    assert any("must exceed 3 workers + 2 administrators" in m for m in got)
+    assert any("must exceed 1 task(s) x 3 workers + 2 administrators" in m for m in got)
     assert any("100 must cover 4 per router x 3 plus the platform's 100 (112)" in m for m in got)
     # the profile's numbers from the policy config new_stack writes: 5 administrators need 9 users
     mm_eight = container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=8"])
     assert check_stack(rules.team_limits, members + [(C, mm_eight), (C, mysql)]) == []
     got = check_stack(rules.team_limits, members + [(C, mm_eight), (C, mysql)], {"administrators": 5})
-    assert len(got) == 1 and "must exceed 3 workers + 5 administrators" in got[0]
+    assert len(got) == 1 and "must exceed 1 task(s) x 3 workers + 5 administrators" in got[0]
 
 
 def test_9_model_settings():

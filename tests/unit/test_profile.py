@@ -93,7 +93,7 @@ def test_problems_are_reported_together_with_their_keys():
         ({"deadline_seconds": 21599}, "deadline_seconds", "disagrees with hours=6.0"),
         ({"llm_upstream": "https://g.example/v1/responses"}, "llm_upstream", "without /v1/responses"),
         ({"llm_upstream": "gateway"}, "llm_upstream", "http(s) URL"),
-        ({"workers": 199}, "mm_max_users_per_team", "200 must exceed 199 workers + 2 administrators (201)"),
+        ({"workers": 199}, "mm_max_users_per_team", "200 must exceed 1 task(s) x 199 workers + 2 administrators (201)"),
         (
             {"workers": 250, "mm_max_users_per_team": 400},
             "mysql_max_connections",
@@ -207,7 +207,7 @@ def test_ports_and_subnets_of_the_documented_examples():
     assert w8.ports == {"gitea": 24400, "mattermost": 24401, "board": 24402, "secret-service": 24403, "mysql": 24404}
     assert str(w8.internal_network) == "10.249.0.0/24" and str(w8.egress_network) == "10.249.255.0/24"
     assert str(w32.internal_network) == "10.250.0.0/24" and w32.ports["gitea"] == 24800
-    big = parse_profile(raw(workers=120, mm_max_users_per_team=200, tasks=[TASK, CALC]))
+    big = parse_profile(raw(workers=120, mm_max_users_per_team=243, tasks=[TASK, CALC]))
     assert str(big.internal_network) == "10.249.0.0/23"  # 16 + 2*2*120 + 1 = 497 addresses
 
 
