@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from typing import TypedDict
 
@@ -11,7 +10,7 @@ import pulumi_docker as docker
 
 from model.contract import READY_TIMEOUT_S
 from model.profile import Profile
-from model.roles import ROLES, ServiceSpec, spec
+from model.roles import ROLES, SecretRef, ServiceSpec, secret_key, secret_setting, spec
 from model.topology import Placement
 
 from .images import Images
@@ -68,16 +67,12 @@ def after_image(opts: pulumi.ResourceOptions, images: Images, s: ServiceSpec) ->
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[images.by_name[s.image]]))
 
 
-def sha256(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
+def secret_value(var: str, ref: SecretRef, secrets: dict[str, pulumi.Output[str]]) -> pulumi.Output[str]:
+    """A secret as its variable gets it (roles.secret_setting), a secret Output still."""
+    return secrets[secret_key(ref)].apply(lambda value: secret_setting(var, ref, value))
 
 
-def secret_value(var: str, key: str, secrets: dict[str, pulumi.Output[str]]) -> pulumi.Output[str]:
-    """A secret as its variable gets it: a `_SHA256` variable gets the digest, never the value."""
-    return secrets[key].apply(sha256) if var.endswith("_SHA256") else secrets[key]
-
-
-SecretEntry = Callable[[str, str], pulumi.Output[str]]  # (variable, secret key) -> `NAME=value`
+SecretEntry = Callable[[str, SecretRef], pulumi.Output[str]]  # (variable, its secret) -> `NAME=value`
 
 
 def secret_entries(secrets: dict[str, pulumi.Output[str]]) -> SecretEntry:
@@ -85,8 +80,8 @@ def secret_entries(secrets: dict[str, pulumi.Output[str]]) -> SecretEntry:
     (components/sdk.py)."""
 
     @shared_outputs
-    def entry(var: str, key: str) -> pulumi.Output[str]:
-        return pulumi.Output.concat(var, "=", secret_value(var, key, secrets))
+    def entry(var: str, ref: SecretRef) -> pulumi.Output[str]:
+        return pulumi.Output.concat(var, "=", secret_value(var, ref, secrets))
 
     return entry
 

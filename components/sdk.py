@@ -44,6 +44,7 @@ from pulumi_docker import _utilities as docker_sdk
 MEASURED_WITH = {"pulumi": "3.272.0", "pulumi_docker": "5.1.0", "pulumi_command": "1.2.1"}
 SDK_DEBUG = "AGENSH_SDK_DEBUG"  # set to 1 to send the SDK's own debug messages again (seen with `pulumi --debug`)
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 def check() -> None:
@@ -150,6 +151,6 @@ class Container(pulumi.CustomResource):
         return pulumi.get(self, "exit_code")
 
 
-def shared_outputs(make: Callable[[str, str], T]) -> Callable[[str, str], T]:
-    """`make`, called once per distinct argument pair and shared after that."""
+def shared_outputs(make: Callable[[str, A], T]) -> Callable[[str, A], T]:
+    """`make`, called once per distinct (hashable) argument pair and shared after that."""
     return functools.cache(make)

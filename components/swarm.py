@@ -260,9 +260,9 @@ class Swarm(pulumi.ComponentResource):
     ) -> tuple[dict[str, pulumi.Input[str]], list[docker.ServiceTaskSpecContainerSpecSecretArgs]]:
         env: dict[str, pulumi.Input[str]] = dict(s.env)
         refs = []
-        for k, key in sorted(s.secret_env.items()):
+        for k, ref in sorted(s.secret_env.items()):
             # the model credential: a swarm secret file, never the environment
-            if key == MODEL_SECRET_KEY and not k.endswith("_SHA256"):
+            if ref == MODEL_SECRET_KEY and not k.endswith("_SHA256"):
                 path = f"{SECRETS_DIR}/{k.lower()}"
                 env[f"{k}_FILE"] = path
                 refs.append(
@@ -276,7 +276,7 @@ class Swarm(pulumi.ComponentResource):
                     )
                 )
             else:
-                env[k] = secret_value(k, key, self.secrets)
+                env[k] = secret_value(k, ref, self.secrets)
         return env, refs
 
     def _service(

@@ -155,6 +155,7 @@ CLEANROOM_TAG = "task_cleanroom_v6"  # docs/requirements.md R15
 CLEANROOM_ORG = "programbench"
 ADMIN_USER = "pbench-admin"  # the platform administrator in Gitea and Mattermost
 ROUTER_DB = "router"  # the routers' own database user and database (never root)
+MATTERMOST_DB = "mattermost"  # Mattermost's own database user and database (never root)
 TEAM_ORG = "team"  # the Gitea organisation holding every task repository
 GITEA_DATABASE = "gitea"  # the database Gitea uses; the MySQL image creates it on its first start (MYSQL_DATABASE)
 TEAM_NAME, TEAM_CHANNEL = "pbench", "town-square"  # the Mattermost team and channel
@@ -188,6 +189,7 @@ SECRET_KEYS = (
     "worker_proxy_token",
     "mysql_root_password",
     "mysql_router_password",
+    "mysql_mattermost_password",
     "gitea_admin_password",
     "mattermost_admin_password",
 )  # the stack's encrypted config

@@ -8,6 +8,7 @@ workers get the local proxy credential and nothing else secret (docs/requirement
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,11 +36,34 @@ class Mount:
 
 
 @dataclass(frozen=True)
+class SecretIn:
+    """A setting holding a secret inside a larger value, such as a database DSN: `template` with `{}` where the value
+    of the secret `key` goes."""
+
+    key: str
+    template: str
+
+
+SecretRef = str | SecretIn  # a secret key, or a secret inside a template
+
+
+def secret_key(ref: SecretRef) -> str:
+    return ref.key if isinstance(ref, SecretIn) else ref
+
+
+def secret_setting(var: str, ref: SecretRef, value: str) -> str:
+    """What the variable `var` holds, given its secret's value: the value inside its template; for a name ending in
+    _SHA256 the value's SHA-256 (its holder checks a credential without holding it); else the value itself."""
+    if isinstance(ref, SecretIn):
+        return ref.template.format(value)
+    return hashlib.sha256(value.encode()).hexdigest() if var.endswith("_SHA256") else value
+
+
+@dataclass(frozen=True)
 class ServiceSpec:
     image: str
     env: dict[str, str] = field(default_factory=dict)
-    # env name -> secret key; a name ending in _SHA256 gets the secret's SHA-256 instead of the secret
-    secret_env: dict[str, str] = field(default_factory=dict)
+    secret_env: dict[str, SecretRef] = field(default_factory=dict)  # env name -> its secret (secret_setting)
     mounts: tuple[Mount, ...] = ()
     command: tuple[str, ...] | None = None
     healthcheck: tuple[str, ...] | None = None
@@ -169,20 +193,21 @@ def member_env(p: Profile, c: Placement) -> dict[str, str]:
 
 # --- the spec of each role ----------------------------------------------------------------------------------
 def mysql(p: Profile, c: Placement) -> ServiceSpec:
+    """The database; on its first start scripts/mysql_users.sh gives the routers and Mattermost their own users."""
     return ServiceSpec(
         image=p.mysql_image,
         env={
             "MYSQL_DATABASE": contract.GITEA_DATABASE,  # Gitea does not create its database
-            "MYSQL_ROUTER_USER": contract.ROUTER_DB,
+            "MYSQL_SERVICE_USERS": f"{contract.ROUTER_DB} {contract.MATTERMOST_DB}",
         },
-        secret_env={"MYSQL_ROOT_PASSWORD": "mysql_root_password", "MYSQL_ROUTER_PASSWORD": "mysql_router_password"},
+        secret_env={
+            "MYSQL_ROOT_PASSWORD": "mysql_root_password",
+            "MYSQL_ROUTER_PASSWORD": "mysql_router_password",
+            "MYSQL_MATTERMOST_PASSWORD": "mysql_mattermost_password",
+        },
         mounts=(
             Mount(data(p, "mysql"), "/var/lib/mysql"),
-            Mount(
-                str(SCRIPTS / "mysql_router_user.sh"),
-                "/docker-entrypoint-initdb.d/agensh-router-user.sh",
-                read_only=True,
-            ),
+            Mount(str(SCRIPTS / "mysql_users.sh"), "/docker-entrypoint-initdb.d/agensh-users.sh", read_only=True),
         ),
         command=("mysqld", f"--max-connections={p.mysql_max_connections}"),
         healthcheck=("CMD", "mysqladmin", "ping", "-h", "127.0.0.1"),
@@ -208,17 +233,24 @@ def gitea(p: Profile, c: Placement) -> ServiceSpec:
     )
 
 
+MATTERMOST_DSN = "{user}:{{}}@tcp({host})/{database}?charset=utf8mb4,utf8&writeTimeout=30s"  # the Go MySQL driver's
+
+
 def mattermost(p: Profile, c: Placement) -> ServiceSpec:
+    """Mattermost's own settings (each `MM_*` variable is a config.json path in capitals: SqlSettings.DataSource is
+    MM_SQLSETTINGS_DATASOURCE); its database is its own, through a DSN that holds its password."""
+    db = contract.MATTERMOST_DB
     return ServiceSpec(
         image=p.mattermost_image,
         env={
-            "MM_TEAMSETTINGS_MAXUSERSPERTEAM": str(p.mm_max_users_per_team),
             "MM_SQLSETTINGS_DRIVERNAME": "mysql",
-            "MM_SQLSETTINGS_DATASOURCE_HOST": database(p),
             "MM_SERVICESETTINGS_SITEURL": url(p, "mattermost"),
+            "MM_TEAMSETTINGS_MAXUSERSPERTEAM": str(p.mm_max_users_per_team),
         },
         secret_env={
-            "MM_SQLSETTINGS_PASSWORD": "mysql_root_password",
+            "MM_SQLSETTINGS_DATASOURCE": SecretIn(
+                "mysql_mattermost_password", MATTERMOST_DSN.format(user=db, host=database(p), database=db)
+            ),
             "MATTERMOST_ADMIN_PASSWORD": "mattermost_admin_password",
         },
         mounts=(Mount(data(p, "mattermost"), "/mattermost/data"),),

@@ -21,6 +21,7 @@ SECRET_VALUES = {
     "worker_proxy_token": "PROXY-CRED-0123456789",
     "mysql_root_password": "MYSQL-PW-0123456789",
     "mysql_router_password": "MYSQL-ROUTER-PW-0123456789",
+    "mysql_mattermost_password": "MYSQL-MM-PW-0123456789",
     "gitea_admin_password": "GITEA-PW-0123456789",
     "mattermost_admin_password": "MM-PW-0123456789",
 }

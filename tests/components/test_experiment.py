@@ -74,7 +74,15 @@ def test_team_graph(stack, workers, octet, port, tmp_path: Path, run_program):
     mysql_nets = [a["name"] for a in containers[f"omcgitea-{stack}-mysql"].inputs["networksAdvanced"]]
     assert f"omcgitea-{stack}-internal" not in mysql_nets  # workers cannot reach the database
     holders = [n for n, r in containers.items() if SECRET_VALUES["mysql_root_password"] in repr(r.inputs.get("envs"))]
-    assert sorted(holders) == sorted(f"omcgitea-{stack}-{s}" for s in ("gitea", "mattermost", "mysql"))  # no router
+    assert sorted(holders) == sorted(f"omcgitea-{stack}-{s}" for s in ("gitea", "mysql"))  # no router, no Mattermost
+    mattermost = containers[f"omcgitea-{stack}-mattermost"]
+    assert is_secret(mattermost.inputs["envs"])  # the DSN holds a password
+    mm_env = {k: v for k, v in env_of(mattermost).items() if k.startswith("MM_SQLSETTINGS_")}
+    dsn = f"mattermost:{SECRET_VALUES['mysql_mattermost_password']}@tcp(10.{octet}.128.2:3306)/mattermost"
+    assert mm_env == {
+        "MM_SQLSETTINGS_DRIVERNAME": "mysql",
+        "MM_SQLSETTINGS_DATASOURCE": f"{dsn}?charset=utf8mb4,utf8&writeTimeout=30s",
+    }
     operator = nets[f"omcgitea-{stack}-operator"]
     assert operator.inputs["ipamConfigs"][0]["subnet"] == f"10.{octet}.254.0/24" and not operator.inputs.get("internal")
     on_operator = sorted(

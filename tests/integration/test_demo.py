@@ -21,7 +21,7 @@ import yaml
 
 from model import contract
 from model.profile import parse_profile
-from model.roles import ROLES, spec
+from model.roles import ROLES, secret_key, spec
 from model.rundir import ProfileDir
 from model.topology import Layout
 from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, kill_session, profile_config, project_copy
@@ -345,7 +345,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     p = parse_profile({k.split(":", 1)[1]: v for k, v in raw.items()})
     given: dict[str, set[str]] = {}
     for c in Layout.of(p).placements:
-        given.setdefault(c.role, set()).update(spec(p, c).secret_env.values())
+        given.setdefault(c.role, set()).update(map(secret_key, spec(p, c).secret_env.values()))
     assert given["worker"] == {"worker_proxy_token"} and "llm_upstream_token" in given["egress-proxy"]
     for name in labelled(profile)["containers"]:
         info = json.loads(subprocess.run(["docker", "inspect", name], capture_output=True, text=True).stdout)[0]

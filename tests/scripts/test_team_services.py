@@ -42,7 +42,7 @@ from model import addressing, contract
 from model.contract import ADMIN_USER, SHARED_IMAGES, TEAM_ORG, WORKER_DOCKERFILE
 from model.profile import Profile, parse_profile
 from model.records import Receipt, Wake, WakeResult
-from model.roles import HTTP_PORT, ROLES, spec
+from model.roles import HTTP_PORT, ROLES, secret_key, secret_setting, spec
 from model.rundir import ProfileDir, RunDir
 from model.step_inputs import NudgesInputs
 from model.topology import Layout
@@ -211,10 +211,8 @@ class Team:
     def start(self, role: str, n: int | None = None, wait: bool = True, limit: float = 20, **env_override: str) -> str:
         c, s = self.placements[(role, n)], spec(self.profile, self.placements[(role, n)])
         envs = dict(s.env)
-        for k, key in s.secret_env.items():
-            envs[k] = (
-                hashlib.sha256(self.secrets[key].encode()).hexdigest() if k.endswith("_SHA256") else self.secrets[key]
-            )
+        for k, ref in s.secret_env.items():
+            envs[k] = secret_setting(k, ref, self.secrets[secret_key(ref)])
         envs.update(env_override)
         first = self.network if c.internal_ip or not c.data_ip else f"{self.network}-data"
         args = [
@@ -590,6 +588,7 @@ def test_mattermost_standin_speaks_the_v4_api(team: Team):
     (users, team membership), with the shapes of the real Mattermost v4 API; the stand-in says what it is."""
     from scripts.kickoff import post_to_team
 
+    team.start("mysql", limit=120)  # the stand-in keeps its data where the real server does: in its own database
     team.start("mattermost", MM_TEAMSETTINGS_MAXUSERSPERTEAM="2")
     base = team.url("mattermost")
     api, admin_pw = f"{base}/api/v4", team.secrets["mattermost_admin_password"]
@@ -639,6 +638,45 @@ def test_mattermost_standin_speaks_the_v4_api(team: Team):
     assert [read["posts"][i]["message"] for i in read["order"]] == ["hello", "kickoff"]
     assert http("PUT", f"{api}/users/{user['id']}/password", {"new_password": "x" * 12}, admin)[0] == 200
     assert http("POST", f"{api}/users/login", {"login_id": name, "password": token})[0] == 401
+
+    # its data is in MariaDB, reached through the DSN as its own user, and outlives the container
+    mm_pw = team.secrets["mysql_mattermost_password"]
+    rows = mariadb(
+        team, "SELECT COUNT(*) FROM mattermost.Posts; SELECT COUNT(*) FROM mattermost.Users", mm_pw, "mattermost"
+    )
+    assert rows.returncode == 0 and rows.stdout.split() == ["2", "3"], rows.stderr
+    mm = team.placements[("mattermost", None)]
+    check = spec(team.profile, mm).healthcheck
+    assert check is not None
+    docker("restart", mm.name)
+    team.healthy(mm.name, check)
+    hdrs = http("POST", f"{api}/users/login", {"login_id": ADMIN_USER, "password": admin_pw})[2]  # sessions end
+    again = http("GET", f"{api}/channels/{channel['id']}/posts", None, {"Authorization": f"Bearer {hdrs['Token']}"})[1]
+    assert [again["posts"][i]["message"] for i in again["order"]] == ["hello", "kickoff"]
+    theirs = mariadb(team, "SELECT COUNT(*) FROM gitea.user", mm_pw, user="mattermost")
+    assert theirs.returncode == 1 and "denied" in theirs.stderr  # its user sees only its own database
+
+
+def test_mattermost_standin_refuses_what_the_real_server_would_not_run_with(team: Team):
+    """A setting Mattermost does not have (the project once passed MM_SQLSETTINGS_DATASOURCE_HOST) stops the stand-in,
+    and so does a DSN whose password the database refuses: neither becomes healthy."""
+    team.start("mysql", limit=120)
+    name = team.placements[("mattermost", None)].name
+    for override, said in (
+        (
+            {"MM_SQLSETTINGS_DATASOURCE_HOST": "10.0.0.1:3306"},
+            "MM_SQLSETTINGS_DATASOURCE_HOST is not a Mattermost setting",
+        ),
+        ({"MM_SQLSETTINGS_DRIVERNAME": "postgres"}, "MM_SQLSETTINGS_DRIVERNAME must be mysql"),
+        (
+            {"MM_SQLSETTINGS_DATASOURCE": f"mattermost:wrong-password@tcp({team.ip('mysql')}:3306)/mattermost"},
+            "cannot use the database mattermost",
+        ),
+    ):
+        team.start("mattermost", wait=False, **override)
+        code = docker("wait", name).stdout.strip()
+        assert code in ("1", "2") and said in logs(name), logs(name)
+        docker("rm", "-f", name)
 
 
 # ------------------------------------------------------------------------------------------------ real services

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 PROGRAMS = {s.program for s in steps.STEPS}
 # used by absolute path from Pulumi state or installed host units, or sourced by users
-PINNED = {"mysql_router_user.sh", "pbench_reboot_guard.sh", "scheduled_launch.sh", "env.sh"}
+PINNED = {"mysql_users.sh", "pbench_reboot_guard.sh", "scheduled_launch.sh", "env.sh"}
 COMMANDS = [
     "new-stack",
     "launch",

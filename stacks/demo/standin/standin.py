@@ -119,29 +119,192 @@ def same(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and hmac.compare_digest(a.encode(), b.encode())
 
 
-class Store:
-    """A small JSON file of state (kept across restarts when the data mount exists)."""
-
-    def __init__(self, path: Path, initial: dict):
-        self.path, self.lock = path, threading.RLock()
-        try:
-            self.data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            self.data = initial
-
-    def save(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.data))
-            os.chmod(tmp, 0o600)
-            tmp.replace(self.path)
-        except OSError as err:
-            log(f"state not persisted: {err.strerror}")
-
-
 # --------------------------------------------------------------------------------------------- mattermost
 MM_USERNAME_RE = re.compile(r"^[a-z][a-z0-9._-]{2,21}$")  # Mattermost: 3-22 characters, a letter first
+# The Mattermost settings this stand-in reads, as the real server reads them: each MM_* variable is a config.json path
+# in capitals (Mattermost's configuration reference, "Environment variables"). Any other MM_* variable is refused: a
+# name the project got wrong would fail here as it would be ignored by the real server.
+MM_SETTINGS = {
+    "MM_SQLSETTINGS_DRIVERNAME": "SqlSettings.DriverName",  # mysql (or postgres; the stand-in speaks mysql only)
+    "MM_SQLSETTINGS_DATASOURCE": "SqlSettings.DataSource",  # the Go MySQL driver's DSN
+    "MM_SERVICESETTINGS_SITEURL": "ServiceSettings.SiteURL",
+    "MM_SERVICESETTINGS_LISTENADDRESS": "ServiceSettings.ListenAddress",  # default ":8065"
+    "MM_TEAMSETTINGS_MAXUSERSPERTEAM": "TeamSettings.MaxUsersPerTeam",
+}
+# user:password@tcp(host:port)/database?params, as github.com/go-sql-driver/mysql parses it (the password runs to the
+# last "@" before the address)
+MYSQL_DSN_RE = re.compile(
+    r"(?P<user>[^:@/]*)(?::(?P<password>.*))?@tcp\((?P<host>[^:()]+)(?::(?P<port>\d+))?\)/(?P<database>[^?/]+)(?:\?.*)?"
+)
+MM_TABLES = (
+    "CREATE TABLE IF NOT EXISTS Users (Id CHAR(26) PRIMARY KEY, Username VARCHAR(64) NOT NULL UNIQUE, "
+    "Email VARCHAR(128) NOT NULL, Roles VARCHAR(256) NOT NULL, CreateAt BIGINT NOT NULL, Password CHAR(64) NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS Teams (Id CHAR(26) PRIMARY KEY, Name VARCHAR(64) NOT NULL UNIQUE, "
+    "DisplayName VARCHAR(64) NOT NULL, Type CHAR(1) NOT NULL, CreateAt BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS TeamMembers (TeamId CHAR(26) NOT NULL, UserId CHAR(26) NOT NULL, "
+    "PRIMARY KEY (TeamId, UserId))",
+    "CREATE TABLE IF NOT EXISTS Channels (Id CHAR(26) PRIMARY KEY, TeamId CHAR(26) NOT NULL, "
+    "Name VARCHAR(64) NOT NULL, DisplayName VARCHAR(64) NOT NULL, CreateAt BIGINT NOT NULL, UNIQUE (TeamId, Name))",
+    "CREATE TABLE IF NOT EXISTS Posts (Seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, Id CHAR(26) NOT NULL UNIQUE, "
+    "ChannelId CHAR(26) NOT NULL, UserId CHAR(26) NOT NULL, CreateAt BIGINT NOT NULL, Message TEXT NOT NULL)",
+)
+
+
+def mm_settings() -> dict[str, str]:
+    """The MM_* settings, refused (exit 2) when one is not a Mattermost setting, the driver is not mysql or the DSN
+    does not parse."""
+    unknown = sorted(k for k in os.environ if k.startswith("MM_") and k not in MM_SETTINGS)
+    if unknown:
+        log(f"refusing to start: {', '.join(unknown)} is not a Mattermost setting (known: {', '.join(MM_SETTINGS)})")
+        sys.exit(2)
+    driver = os.environ.get("MM_SQLSETTINGS_DRIVERNAME", "")
+    if driver != "mysql":
+        log(f"refusing to start: MM_SQLSETTINGS_DRIVERNAME must be mysql for this stand-in, got {driver!r}")
+        sys.exit(2)
+    if not MYSQL_DSN_RE.fullmatch(env("MM_SQLSETTINGS_DATASOURCE")):
+        log("refusing to start: MM_SQLSETTINGS_DATASOURCE is not a DSN of the form user:password@tcp(host:port)/db")
+        sys.exit(2)
+    return {k: os.environ[k] for k in MM_SETTINGS if k in os.environ}
+
+
+class MattermostDB:
+    """The stand-in's users, teams, members, channels and posts, kept in the database its DSN names (tables named as
+    Mattermost's), read once at start and written through on every change. `data` is the in-memory view."""
+
+    def __init__(self, dsn: str):
+        import pymysql  # type: ignore[import-untyped]  # Debian's python3-pymysql, in the stand-in image
+
+        m = MYSQL_DSN_RE.fullmatch(dsn)
+        assert m is not None
+        for attempt in range(30):  # the real server retries too while its database starts
+            try:
+                self.conn = pymysql.connect(
+                    host=m["host"],
+                    port=int(m["port"] or 3306),
+                    user=m["user"],
+                    password=m["password"] or "",
+                    database=m["database"],
+                    charset="utf8mb4",
+                    autocommit=True,
+                    connect_timeout=5,
+                )
+                break
+            except pymysql.err.OperationalError as err:
+                if err.args and err.args[0] in (1044, 1045, 1049) or attempt == 29:  # denied, unknown database
+                    log(f"cannot use the database {m['database']} at {m['host']} as {m['user']}: {err.args[-1]}")
+                    sys.exit(1)
+                time.sleep(2)
+        log(f"database {m['database']} at {m['host']} as {m['user']}")
+        self.lock = threading.RLock()
+        for table in MM_TABLES:
+            self.sql(table)
+        self.data: dict[str, Any] = {"users": {}, "teams": {}, "channels": {}, "posts": []}
+        for uid, name, email, roles, at, pw in self.sql(
+            "SELECT Id, Username, Email, Roles, CreateAt, Password FROM Users"
+        ):
+            self.data["users"][name] = {
+                "id": uid,
+                "username": name,
+                "email": email,
+                "roles": roles,
+                "create_at": at,
+                "password_sha256": pw,
+            }
+        for tid, name, display, kind, at in self.sql("SELECT Id, Name, DisplayName, Type, CreateAt FROM Teams"):
+            members = [u for (u,) in self.sql("SELECT UserId FROM TeamMembers WHERE TeamId = %s", tid)]
+            self.data["teams"][name] = {
+                "id": tid,
+                "name": name,
+                "display_name": display,
+                "type": kind,
+                "create_at": at,
+                "members": members,
+            }
+        for cid, tid, name, display, at in self.sql("SELECT Id, TeamId, Name, DisplayName, CreateAt FROM Channels"):
+            self.data["channels"][f"{tid}/{name}"] = {
+                "id": cid,
+                "team_id": tid,
+                "name": name,
+                "display_name": display,
+                "create_at": at,
+            }
+        rows = self.sql("SELECT Id, CreateAt, UserId, ChannelId, Message FROM Posts ORDER BY Seq")
+        self.data["posts"] = [mm_post(*row) for row in rows]
+
+    def sql(self, statement: str, *args: Any) -> tuple:
+        with self.lock:
+            self.conn.ping(reconnect=True)  # the database may have been restarted since
+            with self.conn.cursor() as cur:
+                cur.execute(statement, args or None)
+                return cur.fetchall()
+
+    def put_user(self, u: dict) -> None:
+        self.sql(
+            "INSERT INTO Users (Id, Username, Email, Roles, CreateAt, Password) VALUES (%s, %s, %s, %s, %s, %s) "
+            "ON DUPLICATE KEY UPDATE Password = VALUES(Password)",
+            u["id"],
+            u["username"],
+            u["email"],
+            u["roles"],
+            u["create_at"],
+            u["password_sha256"],
+        )
+
+    def put_team(self, t: dict, channel: dict) -> None:
+        self.sql(
+            "INSERT INTO Teams (Id, Name, DisplayName, Type, CreateAt) VALUES (%s, %s, %s, %s, %s)",
+            t["id"],
+            t["name"],
+            t["display_name"],
+            t["type"],
+            t["create_at"],
+        )
+        self.sql(
+            "INSERT INTO Channels (Id, TeamId, Name, DisplayName, CreateAt) VALUES (%s, %s, %s, %s, %s)",
+            channel["id"],
+            channel["team_id"],
+            channel["name"],
+            channel["display_name"],
+            channel["create_at"],
+        )
+        for uid in t["members"]:
+            self.put_member(t["id"], uid)
+
+    def put_member(self, team_id: str, uid: str) -> None:
+        self.sql("INSERT IGNORE INTO TeamMembers (TeamId, UserId) VALUES (%s, %s)", team_id, uid)
+
+    def put_post(self, post: dict) -> None:
+        self.sql(
+            "INSERT INTO Posts (Id, ChannelId, UserId, CreateAt, Message) VALUES (%s, %s, %s, %s, %s)",
+            post["id"],
+            post["channel_id"],
+            post["user_id"],
+            post["create_at"],
+            post["message"],
+        )
+
+
+def mm_post(post_id: str, at: int, user_id: str, channel_id: str, message: str) -> dict:
+    """A post object as the v4 API returns it."""
+    return {
+        "id": post_id,
+        "create_at": at,
+        "update_at": at,
+        "edit_at": 0,
+        "delete_at": 0,
+        "is_pinned": False,
+        "user_id": user_id,
+        "channel_id": channel_id,
+        "root_id": "",
+        "original_id": "",
+        "message": message,
+        "type": "",
+        "props": {},
+        "hashtags": "",
+        "pending_post_id": "",
+        "reply_count": 0,
+        "metadata": {},
+    }
 
 
 def mm_id() -> str:
@@ -157,22 +320,24 @@ def role_mattermost() -> None:
     """The subset of the Mattermost v4 REST API the project and the demo use, with its request and response shapes:
     system ping, users (create, login with the session in the `Token` header, me, by username), teams (create, by
     name, join), a team's channel by name (every team has `town-square`), posts (create, list a channel's)."""
+    settings = mm_settings()
     password = env("MATTERMOST_ADMIN_PASSWORD")
-    max_users = int(os.environ.get("MM_TEAMSETTINGS_MAXUSERSPERTEAM") or 50)
+    max_users = int(settings.get("MM_TEAMSETTINGS_MAXUSERSPERTEAM") or 50)
+    port = int(settings.get("MM_SERVICESETTINGS_LISTENADDRESS", ":8065").rsplit(":", 1)[-1])
     digest = lambda pw: hashlib.sha256(pw.encode()).hexdigest()  # noqa: E731
-    admin = {
-        "id": mm_id(),
-        "username": ADMIN_USER,
-        "email": f"{ADMIN_USER}@agensh.local",
-        "roles": "system_admin system_user",
-        "create_at": mm_now(),
-        "password_sha256": digest(password),
-    }
-    store = Store(
-        Path(os.environ.get("MATTERMOST_STANDIN_DATA", "/mattermost/data")) / "standin-mattermost.json",
-        {"users": {ADMIN_USER: admin}, "teams": {}, "channels": {}, "posts": []},
+    store = MattermostDB(settings["MM_SQLSETTINGS_DATASOURCE"])
+    admin = store.data["users"].setdefault(
+        ADMIN_USER,
+        {
+            "id": mm_id(),
+            "username": ADMIN_USER,
+            "email": f"{ADMIN_USER}@agensh.local",
+            "roles": "system_admin system_user",
+            "create_at": mm_now(),
+        },
     )
-    store.data["users"][ADMIN_USER]["password_sha256"] = digest(password)  # the admin's password is the env's
+    admin["password_sha256"] = digest(password)  # the admin's password is the env's
+    store.put_user(admin)
     sessions: dict[str, str] = {}  # session token -> user id (in memory, like a restart ending sessions)
 
     def user_json(u: dict) -> dict:
@@ -348,7 +513,7 @@ def role_mattermost() -> None:
             if not found or len(str(body.get("new_password", ""))) < 8:
                 return self.fail(400, "api.user.update_password.invalid.app_error", "Unknown user or invalid password.")
             found["password_sha256"] = digest(str(body["new_password"]))
-            store.save()
+            store.put_user(found)
             self.send(200, {"status": "OK"})
 
         def expired(self) -> None:
@@ -377,8 +542,8 @@ def role_mattermost() -> None:
                 "create_at": mm_now(),
                 "password_sha256": digest(pw),
             }
+            store.put_user(new)
             store.data["users"][name] = new
-            store.save()
             self.send(201, user_json(new))
 
         def create_team(self, user: dict, body: dict) -> None:
@@ -395,15 +560,16 @@ def role_mattermost() -> None:
                 "create_at": mm_now(),
                 "members": [user["id"]],
             }
-            store.data["teams"][name] = team
-            store.data["channels"][f"{team['id']}/{MM_CHANNEL}"] = {
+            channel = {
                 "id": mm_id(),
                 "team_id": team["id"],
                 "name": MM_CHANNEL,
                 "display_name": "Town Square",
                 "create_at": mm_now(),
             }
-            store.save()
+            store.put_team(team, channel)
+            store.data["teams"][name] = team
+            store.data["channels"][f"{team['id']}/{MM_CHANNEL}"] = channel
             self.send(201, team_json(team))
 
         def join_team(self, team_id: str, body: dict) -> None:
@@ -419,8 +585,8 @@ def role_mattermost() -> None:
                         "app.team.join_user_to_team.max_accounts.app_error",
                         "This team has reached the maximum number of allowed accounts.",
                     )
+                store.put_member(team_id, uid)
                 team["members"].append(uid)
-                store.save()
             self.send(
                 201,
                 {
@@ -440,31 +606,12 @@ def role_mattermost() -> None:
             team = self.team_by("id", channel["team_id"])
             if not team or user["id"] not in team["members"]:
                 return self.forbidden()
-            now = mm_now()
-            post = {
-                "id": mm_id(),
-                "create_at": now,
-                "update_at": now,
-                "edit_at": 0,
-                "delete_at": 0,
-                "is_pinned": False,
-                "user_id": user["id"],
-                "channel_id": channel["id"],
-                "root_id": "",
-                "original_id": "",
-                "message": body["message"],
-                "type": "",
-                "props": {},
-                "hashtags": "",
-                "pending_post_id": "",
-                "reply_count": 0,
-                "metadata": {},
-            }
+            post = mm_post(mm_id(), mm_now(), user["id"], channel["id"], body["message"])
+            store.put_post(post)
             store.data["posts"].append(post)
-            store.save()
             self.send(201, post)
 
-    serve(H, 8065, "mattermost (a subset of the v4 API)")
+    serve(H, port, "mattermost (a subset of the v4 API)")
 
 
 # --------------------------------------------------------------------------------------------- board
