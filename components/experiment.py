@@ -292,6 +292,8 @@ class Experiment(pulumi.ComponentResource):
                 networks=sorted(self.layout.network_names.values()),
                 ports=sorted(p.ports.values()),
                 limits=p.limits,
+                tasks=p.tasks,
+                blob_dir=p.eval_blob_dir,
             ),
             self.opts(data, self.networks, self.images, *self.units),
             once_per_run=p.run_id,

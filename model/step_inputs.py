@@ -46,6 +46,8 @@ class PreflightHostInputs(Inputs):
     networks: list[str]
     ports: list[int]
     limits: dict[str, int]  # the team limits as rendered (contract.team_limit_problems' arguments)
+    tasks: list[str]  # each needs its test blobs before inference starts
+    blob_dir: str | None  # where `programbench eval` reads them; None: ProgramBench's store, synced at preflight
 
 
 class PreflightModelInputs(Inputs):

@@ -22,10 +22,10 @@ from model import contract, steps
 from model.records import EvaluateResult
 from model.rundir import RunDir
 from model.step_inputs import EvaluateInputs
+from scripts.lib.scoring import PROGRAMBENCH
 from scripts.lib.step import StepFailed, file_digest, load_inputs, progress, run_step
 
 SHIM = Path(__file__).resolve().parent / "host" / "pbench_docker_shim.sh"
-PROGRAMBENCH = Path(sys.executable).parent / "programbench"
 
 
 def docker_cpus(requested: int | None) -> int:

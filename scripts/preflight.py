@@ -4,7 +4,9 @@
 (unless host units are off); images present; the worker entrypoint baked and the reference binary root-owned
 mode 0111 (temporary check containers without network); router and board images built from the current
 checkout revision; state empty (no leftover output, no labelled containers); subnets colliding neither with host
-routes nor other Docker networks; operator ports free; the team limits as rendered (the contract's rule).
+routes nor other Docker networks; operator ports free; the team limits as rendered (the contract's rule); every
+task's test blobs where `programbench eval` will read them (`programbench blob sync` first when the profile names no
+local blob directory), and room for them on the data root.
 `model` phase (after the egress proxy is up, before any other platform service): the gateway's model list through
 the proxy (`GET /v1/models`), which must hold the profile's model id (a gateway without a list is a warning in the
 receipt, not a failure), and one small live model request through the proxy.
@@ -19,6 +21,8 @@ import difflib
 import ipaddress
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,6 +36,7 @@ from model.records import Check, PreflightResult
 from model.rundir import RunDir
 from model.step_inputs import OneShot, PreflightHostInputs, PreflightModelInputs, PreflightPlatformInputs
 from scripts.lib.http import HTTPFailure, request
+from scripts.lib.scoring import PROGRAMBENCH, blob_paths
 from scripts.lib.step import StepFailed, load_inputs, progress, run_step
 
 NO_MODEL_LIST = (404, 405, 501)  # the gateway (or the proxy) has no /v1/models
@@ -195,6 +200,61 @@ def check_limits(a: PreflightHostInputs) -> str:
     return f"team limits hold for {a.limits['workers']} workers"
 
 
+SYNC_TIMEOUT_S = 3 * 3600  # a large task's blobs over a slow link
+
+
+def synced_root(task: str) -> Path:
+    """`programbench blob sync TASK` into ProgramBench's own store, where `programbench eval` will read the blobs; the
+    store's root (the command prints where the task's blobs are)."""
+    env = {k: v for k, v in os.environ.items() if k != "PROGRAMBENCH_BLOB_DIR"}
+    progress(f"preflight: programbench blob sync {task}")
+    try:
+        out = subprocess.run(
+            [str(PROGRAMBENCH), "blob", "sync", task], capture_output=True, text=True, env=env, timeout=SYNC_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{task}: `programbench blob sync {task}` took over {SYNC_TIMEOUT_S} s") from None
+    said = (out.stdout + out.stderr).strip()
+    found = re.search(r"Blobs cached at (\S+)", out.stdout)
+    if out.returncode or found is None:
+        raise AssertionError(
+            f"{task}: `programbench blob sync {task}` failed ({said[-300:] or f'exit {out.returncode}'}); fix the "
+            "access to ProgramBench's blob store, or set eval_blob_dir to a folder holding <task>/tests/<branch>.tar.gz"
+        )
+    return Path(found.group(1)).parent
+
+
+def check_blobs(a: PreflightHostInputs) -> str:
+    """Every test blob the evaluation will read is there before six hours of inference, and the data root has room for
+    as much again (the evaluation's logs and results sit beside the run)."""
+    size, missing = 0, []
+    for task in a.tasks:
+        root = Path(a.blob_dir).expanduser() if a.blob_dir else synced_root(task)
+        paths = blob_paths(root, task)
+        absent = [p for p in paths if not p.is_file()]
+        size += sum(p.stat().st_size for p in paths if p.is_file())
+        if absent:
+            fix = (
+                f"put them there (`programbench blob sync {task}` where ProgramBench's blob store can be reached, "
+                f"then copy its {task}/ folder), or unset eval_blob_dir"
+                if a.blob_dir
+                else f"run `programbench blob sync {task}` again"
+            )
+            missing.append(f"{task}: {len(absent)} of {len(paths)} test blobs missing in {root} ({absent[0]}); {fix}")
+    if missing:
+        raise AssertionError("; ".join(missing))
+    data_root = next(p for p in Path(a.run_dir).parents if p.exists())
+    free = shutil.disk_usage(data_root).free
+    if free < size:
+        raise AssertionError(
+            f"{data_root} has {free >> 20} MiB free; the tasks' test blobs alone take {size >> 20} MiB"
+        )
+    where = a.blob_dir or "ProgramBench's blob store"
+    return (
+        f"{len(a.tasks)} task(s): every test blob in {where} ({size >> 20} MiB); {free >> 30} GiB free on the data root"
+    )
+
+
 def listed_models(body: Any) -> list[str] | None:
     """The ids of an OpenAI-style model list (`{"data": [{"id": ...}, ...]}`), or None when `body` is none."""
     data = body.get("data") if isinstance(body, dict) else None
@@ -258,6 +318,7 @@ HOST_CHECKS: dict[str, Callable[[PreflightHostInputs], str]] = {
     "subnets": check_subnets,
     "ports": check_ports,
     "limits": check_limits,
+    "blobs": check_blobs,
 }
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 from programbench.constants import TASKS_DIR
 from programbench.submission import score_instance
-from programbench.utils.load_data import load_all_instances
+from programbench.utils.load_data import get_active_branches, load_all_instances
 
 from model import steps
 from model.records import ExportResult, Score, ShutdownResult
@@ -17,6 +19,7 @@ from model.rundir import EXPORT_FAILED, RunDir
 from scripts.lib.step import StepFailed
 
 COMPILE_STEP = "compile"
+PROGRAMBENCH = Path(sys.executable).parent / "programbench"  # the CLI installed beside this interpreter
 
 
 @functools.cache
@@ -30,6 +33,13 @@ def instance(task_id: str) -> dict[str, Any]:
     if task_id not in instances():
         raise StepFailed(f"{task_id} is not a ProgramBench task")
     return instances()[task_id]
+
+
+def blob_paths(root: Path, task_id: str) -> list[Path]:
+    """The test blobs `programbench eval` reads for a task: one per test branch it does not ignore, at
+    `<root>/<task>/tests/<branch>.tar.gz` (the layout of ProgramBench's blob store and of PROGRAMBENCH_BLOB_DIR)."""
+    branches = sorted(get_active_branches(instance(task_id)))
+    return [root / task_id / "tests" / f"{branch}.tar.gz" for branch in branches]
 
 
 def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from scripts import preflight, shutdown
+from scripts.setup import calculator
 from scripts.setup.calculator import BASE_IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +80,8 @@ def inputs(tmp_path: Path, run: str, **over) -> dict:
             "mysql_max_connections": 1000,
             "platform_connections": 100,
         },
+        "tasks": [calculator.TASK],
+        "blob_dir": str(calculator.blob_dir(tmp_path / "blobs")),
     }
     a.update(over)
     return a
@@ -97,6 +100,29 @@ def test_preflight_passes_on_a_clean_host(images, tmp_path: Path):
     rc, receipt = checks(tmp_path, inputs(tmp_path, run, worker_images=[good], images=[good]))
     assert rc == 0, receipt
     assert receipt["checks"]["workers"]["detail"].endswith(f"Copilot CLI {PIN}, reference 0111")
+
+
+def test_blobs_are_checked_where_the_evaluation_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Each task's test blobs, in the profile's blob directory or ProgramBench's own store, before any inference: a
+    missing one names the task and the command to run; the data root must have room for them."""
+    task = calculator.TASK
+    a = preflight.PreflightHostInputs.model_validate(inputs(tmp_path, "blobs"))
+    assert preflight.check_blobs(a).startswith(f"1 task(s): every test blob in {a.blob_dir}")
+    (Path(a.blob_dir or "") / task / "tests").rename(tmp_path / "elsewhere")
+    with pytest.raises(
+        AssertionError, match=rf"{task}: 1 of 1 test blobs missing in .*`programbench blob sync {task}`"
+    ):
+        preflight.check_blobs(a)
+    (tmp_path / "elsewhere").rename(Path(a.blob_dir or "") / task / "tests")
+    real = preflight.shutil.disk_usage
+    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: real(path)._replace(free=0))
+    with pytest.raises(AssertionError, match="has 0 MiB free; the tasks' test blobs alone take"):
+        preflight.check_blobs(a)
+    monkeypatch.undo()
+    # no blob directory: the real `programbench blob sync`, here with ProgramBench's blob store switched off
+    monkeypatch.setenv("PROGRAMBENCH_HF_REVISION", "")
+    with pytest.raises(AssertionError, match=rf"`programbench blob sync {task}` failed \(Blob store is disabled"):
+        preflight.check_blobs(a.model_copy(update={"blob_dir": None}))
 
 
 def test_preflight_reports_every_failure(images, tmp_path: Path):
