@@ -68,6 +68,7 @@ def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
                 subnet_octet=octet,
                 llm_upstream=f"http://10.{octet}.255.3:8080",
                 data_root=str(tmp_path / "data"),
+                eval_blob_dir=str(calculator.blob_dir(tmp_path / "blobs")),  # what the preflight checks first
                 model=WRONG,
                 uncached=True,
                 cleanroom_org=org,
