@@ -1,12 +1,16 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test lint faults demo demo-destroy destroy down preview up schedule status
+.PHONY: setup test test-fast lint faults demo demo-destroy destroy down preview up schedule status
 
 setup:
 	@bash scripts/setup/setup.sh
 
 test: setup
 	@. scripts/env.sh && bash scripts/setup/run-tests.sh
+
+# The everyday loop: lint, types, and the pure-model and component tiers (no Docker, no engine), in well under 3 minutes
+test-fast: setup
+	@bash scripts/setup/lint.sh && .venv/bin/python -m pytest tests/unit tests/components -q
 
 # ruff (lint, format) and mypy alone, with the settings in pyproject.toml (`make test` runs them first)
 lint: setup
