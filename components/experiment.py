@@ -20,6 +20,7 @@ import pulumi
 
 from model import contract, records, steps
 from model import step_inputs as si
+from model.checkout import KICKOFF
 from model.parts import WHOLE, Part
 from model.profile import Profile
 from model.roles import ROLES, operator_url, ready_url, spec
@@ -287,6 +288,8 @@ class Experiment(pulumi.ComponentResource):
                 worker_images=[p.worker_image(t) for t in p.tasks],
                 copilot_version=p.copilot_version,
                 revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
+                checkout=str(self.checkout),
+                baseline=p.kind == "baseline",
                 checkout_revision=self.revision,
                 subnets=[str(n) for n in self.layout.networks.values()],
                 networks=sorted(self.layout.network_names.values()),
@@ -449,7 +452,7 @@ class Experiment(pulumi.ComponentResource):
             steps.KICKOFF,
             si.KickoffInputs(
                 **chat,
-                prompt=str(self.checkout / "prompts" / "kickoff.md"),
+                prompt=str(self.checkout / KICKOFF.path),
                 budget_s=p.task_budget.budget_s,
                 kickoff_s=p.task_budget.kickoff_s,
                 workers=dict(zip(archives, self._archives(task))),

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_docker as docker
 
 from model import contract
-from model.contract import SHARED_IMAGES, WORKER_DOCKERFILE
+from model.checkout import AGENT_BASE_IMAGE, COPILOT_VERSION, TASK_IMAGE, WORKER_IMAGE, shared_images
 from model.profile import Profile
 
 THIRD_PARTY = ("mysql", "gitea", "mattermost")
@@ -88,28 +88,28 @@ class Images(pulumi.ComponentResource):
 
         self.cleanroom = {t: pull(f"cleanroom-{contract.task_slug(t)}", p.cleanroom_image(t)) for t in p.tasks}
         self.pulled = {r: pull(r, getattr(p, f"{r}_image")) for r in THIRD_PARTY} if p.kind == "team" else {}
-        roles = ["agent-base", "egress-proxy"] if p.kind == "baseline" else list(SHARED_IMAGES)
+        values = {COPILOT_VERSION: p.copilot_version}
         self.shared = {
-            role: build(
-                role,
-                p.image(role),
-                SHARED_IMAGES[role][0],
-                checkout / SHARED_IMAGES[role][2],
-                role,
-                args={"COPILOT_VERSION": p.copilot_version} if role == "agent-base" else None,
+            i.role: build(
+                i.role,
+                p.image(i.role),
+                i.dockerfile,
+                checkout / i.context,
+                i.role,
+                args={a.name: values[a] for a in i.args} or None,
             )
-            for role in roles
+            for i in shared_images(p.kind == "baseline")
         }
         base = self.shared["agent-base"]
         self.workers = {
             t: build(
                 f"worker-{contract.task_slug(t)}",
                 p.worker_image(t),
-                WORKER_DOCKERFILE,
-                checkout,
+                WORKER_IMAGE.dockerfile,
+                checkout / WORKER_IMAGE.context,
                 "worker-image",
                 t,
-                args={"TASK_IMAGE": self.cleanroom[t].name, "AGENT_BASE_IMAGE": base.name},
+                args={TASK_IMAGE.name: self.cleanroom[t].name, AGENT_BASE_IMAGE.name: base.name},
                 depends=[base, self.cleanroom[t]],
             )
             for t in p.tasks

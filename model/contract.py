@@ -2,7 +2,8 @@
 
 One place for each fact. The profile validates against these rules, the components build names and labels
 from them, the policy pack checks the rendered resources with the same rules and numbers, and the step programs
-(preflight, seed, ...) use the same identities. Pure Python: no Pulumi imports, so every layer can import it.
+(preflight, seed, ...) use the same identities. What the project reads from an Agensh checkout is the checkout
+contract's (model/checkout.py). Pure Python: no Pulumi imports, so every layer can import it.
 """
 
 from __future__ import annotations
@@ -159,18 +160,6 @@ MATTERMOST_DB = "mattermost"  # Mattermost's own database user and database (nev
 TEAM_ORG = "team"  # the Gitea organisation holding every task repository
 GITEA_DATABASE = "gitea"  # the database Gitea uses; the MySQL image creates it on its first start (MYSQL_DATABASE)
 TEAM_NAME, TEAM_CHANNEL = "pbench", "town-square"  # the Mattermost team and channel
-
-
-# role -> (Dockerfile, default tag, context), all relative to the Agensh checkout (docs/requirements.md R16)
-SHARED_IMAGES = {
-    "agent-base": ("agent/Dockerfile.base", "omcgitea-agent-base:pbench", "agent"),
-    "mini-router": ("mini-router/Dockerfile", "omcgitea-mini-router:local", "mini-router"),
-    "board": ("board-service/Dockerfile", "omcgitea-board:local", "board-service"),
-    "secret-service": ("secret-service/Dockerfile", "omcgitea-secret-service:local", "secret-service"),
-    "bootstrap": ("docker/bootstrap/Dockerfile", "omcgitea-bootstrap:local", "docker/bootstrap"),
-    "egress-proxy": ("docker/egress-proxy/Dockerfile", "omcgitea-egress-proxy:local", "docker/egress-proxy"),
-}
-WORKER_DOCKERFILE = "agent/Dockerfile"
 
 
 def cleanroom_image(task_id: str, org: str = CLEANROOM_ORG, tag: str = CLEANROOM_TAG) -> str:

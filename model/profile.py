@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import addressing, catalog, contract, placement
+from .checkout import SHARED_IMAGES
 from .placement import SwarmSettings
 from .roles import ROLES
 from .rundir import ProfileDir
@@ -102,14 +103,14 @@ class Profile(BaseModel):
     # Images (docs/requirements.md R10, 15-19)
     agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")
     agent_image_tag: str = Field("pbench", description="AGENT_IMAGE_TAG of every omcgitea-agent-<slug> image")
-    agent_base_image: str = Field(contract.SHARED_IMAGES["agent-base"][1], description="Worker base image")
-    mini_router_image: str = Field(contract.SHARED_IMAGES["mini-router"][1], description="MINI_ROUTER_IMAGE")
-    board_image: str = Field(contract.SHARED_IMAGES["board"][1], description="BOARD_IMAGE")
+    agent_base_image: str = Field(SHARED_IMAGES["agent-base"].tag, description="Worker base image")
+    mini_router_image: str = Field(SHARED_IMAGES["mini-router"].tag, description="MINI_ROUTER_IMAGE")
+    board_image: str = Field(SHARED_IMAGES["board"].tag, description="BOARD_IMAGE")
     secret_service_image: str = Field(
-        contract.SHARED_IMAGES["secret-service"][1], description="SECRET_SERVICE_IMAGE (token service)"
+        SHARED_IMAGES["secret-service"].tag, description="SECRET_SERVICE_IMAGE (token service)"
     )
-    bootstrap_image: str = Field(contract.SHARED_IMAGES["bootstrap"][1], description="BOOTSTRAP_IMAGE")
-    egress_proxy_image: str = Field(contract.SHARED_IMAGES["egress-proxy"][1], description="Egress proxy image")
+    bootstrap_image: str = Field(SHARED_IMAGES["bootstrap"].tag, description="BOOTSTRAP_IMAGE")
+    egress_proxy_image: str = Field(SHARED_IMAGES["egress-proxy"].tag, description="Egress proxy image")
     mysql_image: str = Field("mysql:8.4", description="Pulled; tag or @sha256 digest")
     gitea_image: str = Field("gitea/gitea:1.22", description="Pulled; tag or @sha256 digest")
     mattermost_image: str = Field("mattermost/mattermost-team-edition:10.5", description="Pulled; tag or digest")

@@ -73,6 +73,7 @@ class Manifest(Record):
     profile_digest: str
     project: Revision
     checkout: Revision
+    checkout_contract: int | None = None  # the checkout contract's version the run read its checkout by
     programbench_version: str
     images: dict[str, str]
     host: Host

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from . import addressing, contract
+from .checkout import ARCHIVE, PROMPTS_DIR, PROMPTS_MOUNT, SILENCE
 from .rundir import ProfileDir
 
 if TYPE_CHECKING:
@@ -334,7 +335,7 @@ def router(p: Profile, c: Placement) -> ServiceSpec:
         stopped_on_purpose=True,
         env={
             **member_env(p, c),
-            "MINI_ROUTER_STUCK_MS": str(p.mini_router_stuck_ms),
+            SILENCE.router_env: str(p.mini_router_stuck_ms),
             "PORT": str(HTTP_PORT),
             "MYSQL_HOST": database_host(p),
             "MYSQL_MAX_POOL": str(contract.CONNECTIONS_PER_ROUTER),
@@ -378,12 +379,12 @@ def worker(p: Profile, c: Placement) -> ServiceSpec:
             "BASELINE": "0" if team else "1",
             "REFERENCE_BINARY": contract.REFERENCE_BINARY,
             **copilot_env(p),
-            "ACP_SILENCE_MS": str(p.mini_router_stuck_ms if team else p.acp_recover_s * 1000),
+            SILENCE.worker_env: str(p.mini_router_stuck_ms if team else p.acp_recover_s * 1000),
         },
         secret_env={contract.PROXY_CREDENTIAL_ENV: "worker_proxy_token"},
         mounts=(
-            Mount(str(p.checkout_dir / "prompts"), "/opt/agensh/prompts", read_only=True),
-            Mount(str(pd.archive_dir(agent, p.run_id)), "/archive"),
+            Mount(str(p.checkout_dir / PROMPTS_DIR), PROMPTS_MOUNT, read_only=True),
+            Mount(str(pd.archive_dir(agent, p.run_id)), ARCHIVE.mount),
         )
         + (() if team else (Mount(str(pd.workspace), "/workspace"),)),
     )

@@ -41,6 +41,8 @@ class PreflightHostInputs(Inputs):
     worker_images: list[str]
     copilot_version: str  # the profile's pin: each worker image's `copilot --version` must say it
     revisioned_images: list[str]
+    checkout: str  # the Agensh checkout, read against the checkout contract (model/checkout.py)
+    baseline: bool  # a baseline's checkout needs fewer images
     checkout_revision: str | None
     subnets: list[str]
     networks: list[str]

@@ -1,8 +1,9 @@
 """manifest: `run_manifest.json`, written before the first task starts and rewritten at the end.
 
 `start` records the provenance (profile and its hash, project and Agensh checkout revisions with a dirty
-flag, ProgramBench version, image ids, host resources, requested tasks, the scheduled and the actual start) and
-refuses a dirty Agensh checkout unless the profile's `allow_dirty` escape is set. The actual start of a scheduled
+flag, the checkout contract's version, ProgramBench version, image ids, host resources, requested tasks, the
+scheduled and the actual start) and refuses a dirty Agensh checkout unless the profile's `allow_dirty` escape is
+set. The actual start of a scheduled
 launch is the time its systemd service began (its `launch.json`); a launch by hand began when the manifest was
 first written. `finish` adds the completed/failed counts and the headline
 from ProgramBench's `aggregate` (the denominator is the requested task list, never the index's line count).
@@ -17,6 +18,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from model import steps
+from model.checkout import VERSION as CHECKOUT_CONTRACT
 from model.records import (
     Launch,
     Manifest,
@@ -56,6 +58,7 @@ def start(a: ManifestInputs) -> ManifestStart:
         profile_digest=a.profile_digest,
         project=revision(Path(a.project_dir)),
         checkout=checkout,
+        checkout_contract=CHECKOUT_CONTRACT,
         programbench_version=version("programbench"),
         images=a.images,
         host=host_resources(),

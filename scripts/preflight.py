@@ -1,7 +1,8 @@
 """preflight: the live checks a launch must pass (docs/requirements.md R26). Nothing is started unless they pass.
 
 `host` phase (after networks and images, before any service): Docker reachable; slice and guard in place
-(unless host units are off); images present; the worker entrypoint baked and the reference binary root-owned
+(unless host units are off); the Agensh checkout against the checkout contract (model/checkout.py, its files only);
+images present; the worker entrypoint baked (its self-check) and the reference binary root-owned
 mode 0111 (temporary check containers without network); router and board images built from the current
 checkout revision; state empty (no leftover output, no labelled containers); subnets colliding neither with host
 routes nor other Docker networks; operator ports free; the team limits as rendered (the contract's rule); every
@@ -31,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from model import contract, steps
+from model import checkout, contract, steps
 from model.records import Check, PreflightResult
 from model.rundir import RunDir
 from model.step_inputs import OneShot, PreflightHostInputs, PreflightModelInputs, PreflightPlatformInputs
@@ -68,6 +69,17 @@ def check_host_units(a: PreflightHostInputs) -> str:
     return f"slice MemoryMax={receipt['slice_memory_max']}, guard {receipt['guard']}"
 
 
+def check_checkout(a: PreflightHostInputs) -> str:
+    """The checkout against the checkout contract, files only: the misses `scripts.cli check-checkout` names."""
+    misses = checkout.check(Path(a.checkout), a.baseline)
+    if misses:
+        raise AssertionError(
+            f"the Agensh checkout {a.checkout} does not meet the checkout contract v{checkout.VERSION} "
+            f"(docs/checkout.md): " + "; ".join(map(str, misses))
+        )
+    return f"{a.checkout} meets the checkout contract v{checkout.VERSION}"
+
+
 def check_images(a: PreflightHostInputs) -> str:
     missing = [i for i in a.images if sh("docker", "image", "inspect", i).returncode]
     if missing:
@@ -76,11 +88,13 @@ def check_images(a: PreflightHostInputs) -> str:
 
 
 def check_workers(a: PreflightHostInputs) -> str:
+    selfcheck = checkout.SELFCHECK
     for image in a.worker_images:
-        out = sh("docker", "run", "--rm", "--network", "none", "--entrypoint", "pbench-selfcheck", image)
-        if "board=True" not in out.stdout or "copilot=yes" not in out.stdout:
+        out = sh("docker", "run", "--rm", "--network", "none", "--entrypoint", selfcheck.command, image)
+        if not all(word in out.stdout for word in selfcheck.answer):
             raise AssertionError(
-                f"{image}: entrypoint not baked (pbench-selfcheck said {out.stdout.strip() or out.stderr.strip()!r})"
+                f"{image}: entrypoint not baked ({selfcheck.command} said "
+                f"{out.stdout.strip() or out.stderr.strip()!r}, not {selfcheck.line!r})"
             )
         says = sh(
             "docker",
@@ -122,9 +136,7 @@ def check_workers(a: PreflightHostInputs) -> str:
             raise AssertionError(
                 f"{image}: {contract.REFERENCE_BINARY} must be root-owned mode 0111, is {ref.stdout.strip()!r}"
             )
-    return (
-        f"{len(a.worker_images)} worker images: board=True copilot=yes, Copilot CLI {a.copilot_version}, reference 0111"
-    )
+    return f"{len(a.worker_images)} worker images: {selfcheck.line}, Copilot CLI {a.copilot_version}, reference 0111"
 
 
 def check_fresh_images(a: PreflightHostInputs) -> str:
@@ -311,6 +323,7 @@ def check_model(a: PreflightModelInputs, token: str) -> str:
 HOST_CHECKS: dict[str, Callable[[PreflightHostInputs], str]] = {
     "docker": check_docker,
     "host-units": check_host_units,
+    "checkout": check_checkout,
     "images": check_images,
     "workers": check_workers,
     "fresh-images": check_fresh_images,

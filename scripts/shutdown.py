@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from model import steps
+from model.checkout import ARCHIVE
 from model.records import ShutdownResult
 from model.rundir import RunDir
 from model.step_inputs import ShutdownInputs
@@ -49,7 +50,7 @@ def stop(names: list[str], grace_s: int, services: bool = False) -> None:
 
 
 def verify(archive_dir: Path) -> ArchiveState:
-    archive = archive_dir / "state.tar.gz"
+    archive = archive_dir / ARCHIVE.tarball
     if not archive.exists():
         return "missing"
     try:

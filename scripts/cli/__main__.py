@@ -10,6 +10,7 @@ from pathlib import Path
 # command -> its module of scripts/cli (each has `main(argv) -> int`)
 COMMANDS = {
     "new-stack": "new_stack",
+    "check-checkout": "check_checkout",
     "launch": "launch",
     "destroy": "destroy",
     "status": "status",

@@ -28,6 +28,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from model import addressing, contract
+from model.checkout import (
+    AGENT_BASE,
+    AGENT_BASE_IMAGE,
+    COPILOT_VERSION,
+    PROMPTS_DIR,
+    PROMPTS_MOUNT,
+    SILENCE,
+    TASK_IMAGE,
+    WORKER_IMAGE,
+)
 from scripts.cli.status import mib
 from scripts.lab.sandbox import free_octet
 from scripts.lib import activity
@@ -57,11 +67,16 @@ def worker_image(version: str) -> str:
     for tag, dockerfile, context, args in (
         (
             base,
-            DEMO / "agent" / "Dockerfile.base",
-            DEMO / "agent",
-            {"STANDIN_IMAGE": demo_images.STANDIN, "COPILOT_VERSION": version},
+            DEMO / AGENT_BASE.dockerfile,
+            DEMO / AGENT_BASE.context,
+            {"STANDIN_IMAGE": demo_images.STANDIN, COPILOT_VERSION.name: version},
         ),
-        (image, DEMO / contract.WORKER_DOCKERFILE, DEMO, {"TASK_IMAGE": DEMO_CLEANROOM, "AGENT_BASE_IMAGE": base}),
+        (
+            image,
+            DEMO / WORKER_IMAGE.dockerfile,
+            DEMO / WORKER_IMAGE.context,
+            {TASK_IMAGE.name: DEMO_CLEANROOM, AGENT_BASE_IMAGE.name: base},
+        ),
     ):
         build_args = [a for k, v in args.items() for a in ("--build-arg", f"{k}={v}")]
         subprocess.run(
@@ -153,7 +168,7 @@ class Bench:
                 "MATTERMOST_URL": nothing,
                 "TOKEN_SERVICE_URL": nothing,
                 contract.PROXY_CREDENTIAL_ENV: self.proxy_token,
-                "ACP_SILENCE_MS": "600000",
+                SILENCE.worker_env: "600000",
                 "WORKERS": str(n),
                 "COPILOT_PROVIDER_BASE_URL": f"http://{self.ip(3)}:8080/v1",
                 "COPILOT_PROVIDER_WIRE_API": "responses",
@@ -174,7 +189,7 @@ class Bench:
                 "-v",
                 f"{ws}:/workspace",
                 "-v",
-                f"{DEMO / 'prompts'}:/opt/agensh/prompts:ro",
+                f"{DEMO / PROMPTS_DIR}:{PROMPTS_MOUNT}:ro",
                 *(a for kv in env.items() for a in ("-e", "=".join(kv))),
                 self.image,
             )

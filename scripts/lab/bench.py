@@ -56,6 +56,7 @@ import yaml
 from components.containers import health_of
 from model import contract, parts, topology
 from model.catalog import tasks as catalog
+from model.checkout import AGENT_BASE_IMAGE, TASK_IMAGE, WORKER_IMAGE, shared_images
 from model.profile import Profile, parse_profile
 from model.roles import ROLES, ServiceSpec, spec
 from model.stackfiles import load_profile
@@ -318,25 +319,21 @@ class Layout:
     def images(self) -> dict[str, tuple[list[str], list[str]]]:
         """Image tag -> (its builders' dependencies, `docker build` arguments), as the Images component builds them."""
         p, checkout = self.p, self.p.checkout_dir
-        shared = [r for r in contract.SHARED_IMAGES if p.kind == "team" or r in ("agent-base", "egress-proxy")]
         out: dict[str, tuple[list[str], list[str]]] = {
-            p.image(r): (
-                [],
-                ["-f", str(checkout / contract.SHARED_IMAGES[r][0]), str(checkout / contract.SHARED_IMAGES[r][2])],
-            )
-            for r in shared
+            p.image(i.role): ([], ["-f", str(checkout / i.dockerfile), str(checkout / i.context)])
+            for i in shared_images(p.kind == "baseline")
         }
         for t in p.tasks:
             out[p.worker_image(t)] = (
                 [p.image("agent-base")],
                 [
                     "-f",
-                    str(checkout / contract.WORKER_DOCKERFILE),
+                    str(checkout / WORKER_IMAGE.dockerfile),
                     "--build-arg",
-                    f"TASK_IMAGE={p.cleanroom_image(t)}",
+                    f"{TASK_IMAGE.name}={p.cleanroom_image(t)}",
                     "--build-arg",
-                    f"AGENT_BASE_IMAGE={p.image('agent-base')}",
-                    str(checkout),
+                    f"{AGENT_BASE_IMAGE.name}={p.image('agent-base')}",
+                    str(checkout / WORKER_IMAGE.context),
                 ],
             )
         return out

@@ -1,7 +1,8 @@
 """What a worker's log says: when it last wrote (Docker's own timestamps: the idle watchdog and `status`), and its
-session as its ACP driver reports it, one `activity {json}` line per prompt, tool call, message and turn (the
-kickoff reads each session's CLI version, the shutdown keeps the lines beside the agent's archive and summarises
-them, `status` follows them). On a swarm the log is the service's.
+session as its ACP driver reports it in the checkout contract's demo-log report (model/checkout.py `DEMO_LOG`), one
+`activity {json}` line per prompt, tool call, message and turn (the kickoff reads each session's CLI version, the
+shutdown keeps the lines beside the agent's archive and summarises them, `status` follows them). On a swarm the log
+is the service's.
 
 The lines come from a process the agent controls: each is bounded in length and read as data only (JSON into a
 typed record, unknown kinds ignored), never executed.
@@ -13,12 +14,13 @@ import json
 import re
 import subprocess
 import time
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
+from model.checkout import DEMO_LOG
 from model.records import Session
 
-PREFIX = "activity "
 MAX_LINE = 64 * 1024
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ")
 
@@ -47,10 +49,10 @@ def parse(text: str) -> list[dict]:
     """The activity events of a log's text, oldest first."""
     events = []
     for line in text.splitlines():
-        if not line.startswith(PREFIX) or len(line) > MAX_LINE:
+        if not line.startswith(DEMO_LOG.prefix) or len(line) > MAX_LINE:
             continue
         try:
-            event = json.loads(line[len(PREFIX) :])
+            event = json.loads(line[len(DEMO_LOG.prefix) :])
         except ValueError:
             continue
         if isinstance(event, dict) and isinstance(event.get("kind"), str):
@@ -86,20 +88,14 @@ class Follower:
 
 
 def session(events: list[dict]) -> Session:
-    def count(kind: str) -> int:
-        return sum(e["kind"] == kind for e in events)
-
-    versions = [e.get("copilot_version") for e in events if e["kind"] == "session"]
-    stamps = [str(e.get("at")) for e in events if e.get("at")]
+    versions = [e.get(DEMO_LOG.version_field) for e in events if e["kind"] == DEMO_LOG.version_event]
+    stamps = [str(e.get(DEMO_LOG.at)) for e in events if e.get(DEMO_LOG.at)]
+    counts = {field: sum(e["kind"] == kind for e in events) for field, kind in asdict(DEMO_LOG.counted).items()}
     return Session(
         copilot_version=str(versions[-1]) if versions and versions[-1] else None,
-        prompts=count("prompt"),
-        turns=count("turn_end"),
-        tool_calls=count("tool_call"),
-        watchdog=count("watchdog"),
-        errors=count("prompt_error"),
         first_at=stamps[0] if stamps else None,
         last_at=stamps[-1] if stamps else None,
+        **counts,
     )
 
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from model import contract
+from model.checkout import AGENT_BASE
 from scripts.setup import cache_root
 
 PACKAGE = "@github/copilot"
@@ -38,7 +39,7 @@ def image_name(version: str) -> str:
 def wanted_by(checkout: Path) -> bool:
     """Whether a checkout's agent base image copies the CLI from `agensh-copilot:<version>` (the demo's does; a real
     Agensh checkout installs the CLI in its own Dockerfile)."""
-    dockerfile = checkout / contract.SHARED_IMAGES["agent-base"][0]
+    dockerfile = checkout / AGENT_BASE.dockerfile
     return dockerfile.exists() and f"{IMAGE_REPOSITORY}:" in dockerfile.read_text()
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from pulumi.runtime.mocks import MockMonitor
 
-from model.contract import SHARED_IMAGES, WORKER_DOCKERFILE
+from model.checkout import SHARED_IMAGES, WORKER_IMAGE
 from model.profile import Profile, parse_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,10 +70,10 @@ class RecordingMonitor(MockMonitor):
 
 def checkout(tmp: Path) -> Path:
     """A stand-in Agensh checkout with the real layout (Dockerfiles only)."""
-    for dockerfile, _, _ in SHARED_IMAGES.values():
-        (tmp / dockerfile).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / dockerfile).write_text("FROM scratch\n")
-    (tmp / WORKER_DOCKERFILE).write_text("ARG AGENT_BASE_IMAGE\nFROM $AGENT_BASE_IMAGE\n")
+    for image in SHARED_IMAGES.values():
+        (tmp / image.dockerfile).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / image.dockerfile).write_text("FROM scratch\n")
+    (tmp / WORKER_IMAGE.dockerfile).write_text("ARG AGENT_BASE_IMAGE\nFROM $AGENT_BASE_IMAGE\n")
     (tmp / "prompts").mkdir(exist_ok=True)
     return tmp
 

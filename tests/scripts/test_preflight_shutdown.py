@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import uuid
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from model.checkout import check
 from scripts import preflight, shutdown
 from scripts.setup import calculator
 from scripts.setup.calculator import BASE_IMAGE
@@ -67,6 +69,8 @@ def inputs(tmp_path: Path, run: str, **over) -> dict:
         "worker_images": [],
         "copilot_version": PIN,
         "revisioned_images": [],
+        "checkout": str(ROOT / "stacks" / "demo"),
+        "baseline": False,
         "checkout_revision": None,
         "subnets": ["10.253.251.0/24"],
         "networks": [],
@@ -165,6 +169,21 @@ def test_preflight_reports_every_failure(images, tmp_path: Path):
     assert "agensh-test-absent:nope" in receipt["checks"]["images"]["detail"]
     assert "mode 0111" in receipt["checks"]["workers"]["detail"]
     assert net in receipt["checks"]["subnets"]["detail"]
+
+
+def test_preflight_refuses_a_checkout_that_misses_its_contract(base_image: str, tmp_path: Path):
+    """The checkout is read against its contract with the misses `check-checkout` names; the other checks go on."""
+    broken = Path(shutil.copytree(ROOT / "stacks" / "demo", tmp_path / "checkout"))
+    (broken / "prompts" / "kickoff.md").unlink()
+    (broken / "mini-router" / "Dockerfile").unlink()
+    rc, receipt = checks(tmp_path, inputs(tmp_path, "checkout", checkout=str(broken)))
+    assert rc == 1 and {name for name, c in receipt["checks"].items() if not c["ok"]} == {"checkout"}
+    misses = check(broken)
+    assert [m.file for m in misses] == ["mini-router/Dockerfile", "prompts/kickoff.md"]
+    assert receipt["checks"]["checkout"]["detail"] == (
+        f"the Agensh checkout {broken} does not meet the checkout contract v1 (docs/checkout.md): "
+        + "; ".join(map(str, misses))
+    )
 
 
 def test_preflight_refuses_a_worker_image_whose_copilot_is_not_the_pin(images, tmp_path: Path):

@@ -39,7 +39,8 @@ import pytest
 import yaml
 
 from model import addressing, contract
-from model.contract import ADMIN_USER, SHARED_IMAGES, TEAM_ORG, WORKER_DOCKERFILE
+from model.checkout import SHARED_IMAGES, WORKER_IMAGE
+from model.contract import ADMIN_USER, TEAM_ORG
 from model.profile import Profile, parse_profile
 from model.records import Receipt, Wake, WakeResult
 from model.roles import HTTP_PORT, ROLES, secret_key, secret_setting, spec
@@ -105,11 +106,11 @@ def images(docker_engine: None):
         made.append(build(f"omcgitea-standin:{TAG}", DEMO / "standin", DEMO / "standin" / "Dockerfile"))
         tags = {}
         copilot_cli.image(COPILOT)  # shared and cached by version, like the toolchain: never removed here
-        for role, (dockerfile, default, context) in SHARED_IMAGES.items():
+        for role, image in SHARED_IMAGES.items():
             tags[role] = build(
-                f"{default.split(':')[0]}:{TAG}",
-                DEMO / context,
-                DEMO / dockerfile,
+                f"{image.tag.split(':')[0]}:{TAG}",
+                DEMO / image.context,
+                DEMO / image.dockerfile,
                 STANDIN_IMAGE=made[0],
                 **({"COPILOT_VERSION": COPILOT} if role == "agent-base" else {}),
             )
@@ -913,7 +914,7 @@ def merged(stack: Team, tmp_path_factory):
         build(
             worker_image,
             DEMO,
-            DEMO / WORKER_DOCKERFILE,
+            DEMO / WORKER_IMAGE.dockerfile,
             TASK_IMAGE=cleanroom,
             AGENT_BASE_IMAGE=stack.images["agent-base"],
         )

@@ -17,6 +17,7 @@ PROGRAMS = {s.program for s in steps.STEPS}
 PINNED = {"mysql_users.sh", "pbench_reboot_guard.sh", "scheduled_launch.sh", "env.sh"}
 COMMANDS = [
     "new-stack",
+    "check-checkout",
     "launch",
     "destroy",
     "status",
