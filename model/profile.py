@@ -145,7 +145,11 @@ class Profile(BaseModel):
     eval_docker_cpus: int | None = Field(None, gt=0, description="--docker-cpus; default min(10, host CPUs)")
     eval_pytest_addopts: str = Field("", description="PBENCH_EVAL_PYTEST_ADDOPTS, e.g. --rootdir=.")
     eval_memory_gib: int = Field(16, gt=0, description="Memory cap per evaluation container")
-    eval_blob_dir: str | None = Field(None, description="PROGRAMBENCH_BLOB_DIR with local test blobs (offline)")
+    eval_blob_dir: str | None = Field(
+        None,
+        description="Local test blobs, `<task>/tests/<branch>.tar.gz` (PROGRAMBENCH_BLOB_DIR: ProgramBench's blob "
+        "store never reached); unset: the store, which the preflight syncs each task from",
+    )
     eval_attempt: int = Field(1, ge=1, description="Raise to re-evaluate the unchanged submissions (no inference)")
     allow_dirty: bool = Field(False, description="Record a dirty checkout instead of refusing it")
     egress_internal: bool = Field(False, description="Egress network without outside access (demo, tests)")

@@ -22,7 +22,7 @@ from model import contract, steps
 from model.records import EvaluateResult
 from model.rundir import RunDir
 from model.step_inputs import EvaluateInputs
-from scripts.lib.scoring import PROGRAMBENCH
+from scripts.lib.scoring import PROGRAMBENCH, blob_env
 from scripts.lib.step import StepFailed, file_digest, load_inputs, progress, run_step
 
 SHIM = Path(__file__).resolve().parent / "host" / "pbench_docker_shim.sh"
@@ -54,7 +54,7 @@ def evaluate(a: EvaluateInputs) -> EvaluateResult:
         contract.CLEANROOM_TAG,
     ]
     env = dict(
-        os.environ,
+        blob_env(a.blob_dir),
         PROGRAMBENCH_DOCKER_EXECUTABLE=str(SHIM),
         PROGRAMBENCH_DOCKER_ORG=a.docker_org,
         PBENCH_EVAL_PYTEST_ADDOPTS=a.pytest_addopts,
@@ -62,8 +62,6 @@ def evaluate(a: EvaluateInputs) -> EvaluateResult:
         PBENCH_EVAL_NETWORK="none",
         PBENCH_EVAL_LABEL=f"{contract.PROFILE_LABEL}={a.profile}",
     )
-    if a.blob_dir:
-        env["PROGRAMBENCH_BLOB_DIR"] = str(Path(a.blob_dir).expanduser())
     progress(f"evaluate: programbench eval on {cpus} CPUs (log: {rd.evaluate_log(task).name})")
     started = time.monotonic()
     with open(rd.evaluate_log(task), "a") as log:

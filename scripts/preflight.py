@@ -37,7 +37,7 @@ from model.records import Check, PreflightResult
 from model.rundir import RunDir
 from model.step_inputs import OneShot, PreflightHostInputs, PreflightModelInputs, PreflightPlatformInputs
 from scripts.lib.http import HTTPFailure, request
-from scripts.lib.scoring import PROGRAMBENCH, blob_paths
+from scripts.lib.scoring import PROGRAMBENCH, blob_env, blob_paths
 from scripts.lib.step import StepFailed, load_inputs, progress, run_step
 
 NO_MODEL_LIST = (404, 405, 501)  # the gateway (or the proxy) has no /v1/models
@@ -213,57 +213,71 @@ def check_limits(a: PreflightHostInputs) -> str:
 
 
 SYNC_TIMEOUT_S = 3 * 3600  # a large task's blobs over a slow link
+SYNC = ".venv/bin/programbench blob sync"  # as the operator types it in the project
 
 
 def synced_root(task: str) -> Path:
-    """`programbench blob sync TASK` into ProgramBench's own store, where `programbench eval` will read the blobs; the
-    store's root (the command prints where the task's blobs are)."""
-    env = {k: v for k, v in os.environ.items() if k != "PROGRAMBENCH_BLOB_DIR"}
+    """`programbench blob sync TASK` into ProgramBench's blob store (huggingface_hub's cache), under the environment the
+    evaluation reads blobs with; the root of the store's snapshot (the command prints the task's folder in it)."""
     progress(f"preflight: programbench blob sync {task}")
     try:
         out = subprocess.run(
-            [str(PROGRAMBENCH), "blob", "sync", task], capture_output=True, text=True, env=env, timeout=SYNC_TIMEOUT_S
+            [str(PROGRAMBENCH), "blob", "sync", task],
+            capture_output=True,
+            text=True,
+            env=blob_env(None),
+            timeout=SYNC_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"{task}: `programbench blob sync {task}` took over {SYNC_TIMEOUT_S} s") from None
-    said = (out.stdout + out.stderr).strip()
-    found = re.search(r"Blobs cached at (\S+)", out.stdout)
+        raise AssertionError(f"{task}: `{SYNC} {task}` took over {SYNC_TIMEOUT_S} s") from None
+    found = re.search(r"^Blobs cached at (.+)$", out.stdout, re.MULTILINE)
     if out.returncode or found is None:
+        said = (out.stdout + out.stderr).strip()[-300:] or f"exit {out.returncode}"
+        if "Blob store is disabled" in said:  # programbench 1.2.5 says so too when the store has no such folder
+            said += " Or the store holds no blobs for this task."
         raise AssertionError(
-            f"{task}: `programbench blob sync {task}` failed ({said[-300:] or f'exit {out.returncode}'}); fix the "
-            "access to ProgramBench's blob store, or set eval_blob_dir to a folder holding <task>/tests/<branch>.tar.gz"
+            f"{task}: `{SYNC} {task}` failed ({said}); fix the access to ProgramBench's blob store or the room where "
+            "it keeps it, or set eval_blob_dir to a folder holding <task>/tests/<branch>.tar.gz"
         )
     return Path(found.group(1)).parent
 
 
 def check_blobs(a: PreflightHostInputs) -> str:
-    """Every test blob the evaluation will read is there before six hours of inference, and the data root has room for
-    as much again (the evaluation's logs and results sit beside the run)."""
-    size, missing = 0, []
+    """Every test blob the evaluation will read is there before six hours of inference (synced first when the profile
+    names no local blob directory), and the data root has at least as much room free as they take (a floor: the
+    run's own output comes on top). Every task is tried, so one refusal names every command to run."""
+    size, misses, roots = 0, [], set()
     for task in a.tasks:
-        root = Path(a.blob_dir).expanduser() if a.blob_dir else synced_root(task)
+        try:
+            root = Path(a.blob_dir).expanduser() if a.blob_dir else synced_root(task)
+        except AssertionError as err:
+            misses.append(str(err))
+            continue
+        roots.add(str(root))
         paths = blob_paths(root, task)
         absent = [p for p in paths if not p.is_file()]
         size += sum(p.stat().st_size for p in paths if p.is_file())
         if absent:
             fix = (
-                f"put them there (`programbench blob sync {task}` where ProgramBench's blob store can be reached, "
-                f"then copy its {task}/ folder), or unset eval_blob_dir"
+                f"where ProgramBench's blob store can be reached, run `{SYNC} {task}` and copy the folder it prints "
+                f"here (`cp -rL <folder> {root}/`), or unset eval_blob_dir to have the preflight sync them"
                 if a.blob_dir
-                else f"run `programbench blob sync {task}` again"
+                else f"run `{SYNC} {task}` again; if they stay missing, the store's revision "
+                "(PROGRAMBENCH_HF_REVISION) does not match the installed programbench"
             )
-            missing.append(f"{task}: {len(absent)} of {len(paths)} test blobs missing in {root} ({absent[0]}); {fix}")
-    if missing:
-        raise AssertionError("; ".join(missing))
+            misses.append(f"{task}: {len(absent)} of {len(paths)} test blobs missing in {root} ({absent[0]}); {fix}")
+    if misses:
+        raise AssertionError("; ".join(misses))
     data_root = next(p for p in Path(a.run_dir).parents if p.exists())
     free = shutil.disk_usage(data_root).free
     if free < size:
         raise AssertionError(
-            f"{data_root} has {free >> 20} MiB free; the tasks' test blobs alone take {size >> 20} MiB"
+            f"{data_root} has {free >> 20} MiB free; the tasks' test blobs alone take {size >> 20} MiB: free room on "
+            "the data root or move data_root"
         )
-    where = a.blob_dir or "ProgramBench's blob store"
     return (
-        f"{len(a.tasks)} task(s): every test blob in {where} ({size >> 20} MiB); {free >> 30} GiB free on the data root"
+        f"{len(a.tasks)} task(s): every test blob in {', '.join(sorted(roots))} ({size >> 20} MiB); "
+        f"{free >> 30} GiB free on the data root"
     )
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from scripts.lib.step import StepFailed
 
 COMPILE_STEP = "compile"
 PROGRAMBENCH = Path(sys.executable).parent / "programbench"  # the CLI installed beside this interpreter
+BLOB_DIR_ENV = "PROGRAMBENCH_BLOB_DIR"  # when set, programbench reads test blobs there and never its blob store
 
 
 @functools.cache
@@ -40,6 +43,15 @@ def blob_paths(root: Path, task_id: str) -> list[Path]:
     `<root>/<task>/tests/<branch>.tar.gz` (the layout of ProgramBench's blob store and of PROGRAMBENCH_BLOB_DIR)."""
     branches = sorted(get_active_branches(instance(task_id)))
     return [root / task_id / "tests" / f"{branch}.tar.gz" for branch in branches]
+
+
+def blob_env(blob_dir: str | None, base: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment `programbench` reads a task's test blobs under: the profile's local directory, or without one
+    ProgramBench's blob store whatever the operator's shell says, so the preflight checks where the evaluation reads."""
+    env = {k: v for k, v in base.items() if k != BLOB_DIR_ENV}
+    if blob_dir:
+        env[BLOB_DIR_ENV] = str(Path(blob_dir).expanduser())
+    return env
 
 
 def problems_of(rd: RunDir, task_id: str, data: dict[str, Any] | None) -> list[str]:

@@ -106,16 +106,31 @@ def test_preflight_passes_on_a_clean_host(images, tmp_path: Path):
     assert receipt["checks"]["workers"]["detail"].endswith(f"Copilot CLI {PIN}, reference 0111")
 
 
+def standin_store(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in of ProgramBench's blob store, laid out as huggingface_hub keeps a dataset on disk and read offline:
+    the real `programbench blob sync` answers from it and never leaves the machine. Its snapshot holds the calculator's
+    blobs; the operator's shell names another blob directory, which the preflight must not follow."""
+    monkeypatch.setenv("PROGRAMBENCH_HF_REPO", "agensh-test/blobs")
+    monkeypatch.setenv("PROGRAMBENCH_HF_REVISION", "main")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("PROGRAMBENCH_BLOB_DIR", str(cache / "not-here"))
+    commit = "5" * 40
+    (cache / "datasets--agensh-test--blobs" / "refs").mkdir(parents=True)
+    (cache / "datasets--agensh-test--blobs" / "refs" / "main").write_text(commit)
+    return calculator.blob_dir(cache / "datasets--agensh-test--blobs" / "snapshots" / commit)
+
+
 def test_blobs_are_checked_where_the_evaluation_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Each task's test blobs, in the profile's blob directory or ProgramBench's own store, before any inference: a
-    missing one names the task and the command to run; the data root must have room for them."""
+    """Each task's test blobs, in the profile's blob directory (the demo's offline one) or ProgramBench's blob store
+    after `programbench blob sync`, before any inference: a missing one names the task and the command to run; the
+    data root must have room for them."""
     task = calculator.TASK
+    sync = f"`.venv/bin/programbench blob sync {task}`"
     a = preflight.PreflightHostInputs.model_validate(inputs(tmp_path, "blobs"))
     assert preflight.check_blobs(a).startswith(f"1 task(s): every test blob in {a.blob_dir}")
     (Path(a.blob_dir or "") / task / "tests").rename(tmp_path / "elsewhere")
-    with pytest.raises(
-        AssertionError, match=rf"{task}: 1 of 1 test blobs missing in .*`programbench blob sync {task}`"
-    ):
+    with pytest.raises(AssertionError, match=rf"{task}: 1 of 1 test blobs missing in .*; where .* run {sync}"):
         preflight.check_blobs(a)
     (tmp_path / "elsewhere").rename(Path(a.blob_dir or "") / task / "tests")
     real = preflight.shutil.disk_usage
@@ -123,10 +138,35 @@ def test_blobs_are_checked_where_the_evaluation_reads_them(tmp_path: Path, monke
     with pytest.raises(AssertionError, match="has 0 MiB free; the tasks' test blobs alone take"):
         preflight.check_blobs(a)
     monkeypatch.undo()
-    # no blob directory: the real `programbench blob sync`, here with ProgramBench's blob store switched off
-    monkeypatch.setenv("PROGRAMBENCH_HF_REVISION", "")
-    with pytest.raises(AssertionError, match=rf"`programbench blob sync {task}` failed \(Blob store is disabled"):
-        preflight.check_blobs(a.model_copy(update={"blob_dir": None}))
+
+    # no blob directory: the real `programbench blob sync`, from the stand-in store
+    store = standin_store(tmp_path / "hub", monkeypatch)
+    synced = a.model_copy(update={"blob_dir": None})
+    assert preflight.check_blobs(synced).startswith(f"1 task(s): every test blob in {store} (")
+    (blob,) = (store / task / "tests").iterdir()
+    blob.unlink()
+    with pytest.raises(AssertionError, match=rf"1 of 1 test blobs missing in {store} .*; run {sync} again"):
+        preflight.check_blobs(synced)
+    shutil.rmtree(store / task)
+    with pytest.raises(AssertionError, match=rf"{task}: {sync} failed \(.*no blobs for this task.\); fix the access"):
+        preflight.check_blobs(synced)
+
+
+def test_preflight_refuses_a_missing_blob_before_anything_starts(base_image: str, tmp_path: Path):
+    """The launch's own preflight (host) with a task's blob gone from the blob directory: refused with the task and
+    the command to run, and nothing made but its receipt."""
+    task = calculator.TASK
+    a = inputs(tmp_path, "blob")
+    (blob,) = (Path(a["blob_dir"]) / task / "tests").iterdir()
+    blob.unlink()
+    rc, receipt = checks(tmp_path, a)
+    assert rc == 1 and {name for name, c in receipt["checks"].items() if not c["ok"]} == {"blobs"}
+    detail = receipt["checks"]["blobs"]["detail"]
+    assert detail.startswith(f"{task}: 1 of 1 test blobs missing in {a['blob_dir']} ({blob}); ")
+    assert f"run `.venv/bin/programbench blob sync {task}`" in detail
+    run = tmp_path / "run"
+    assert [p.name for p in run.iterdir()] == ["receipts"]
+    assert {p.stem for p in (run / "receipts").iterdir()} == {"preflight-host"}  # its receipt and lock
 
 
 def test_preflight_reports_every_failure(images, tmp_path: Path):
