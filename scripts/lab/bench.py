@@ -58,7 +58,7 @@ from model import contract, parts, topology
 from model.catalog import tasks as catalog
 from model.checkout import AGENT_BASE_IMAGE, TASK_IMAGE, WORKER_IMAGE, shared_images
 from model.profile import Profile, parse_profile
-from model.roles import ROLES, ServiceSpec, spec
+from model.roles import ROLES, ServiceSpec, secret_setting, spec
 from model.stackfiles import load_profile
 from model.topology import Placement
 from scripts.cli.destroy import destroy_order
@@ -387,8 +387,9 @@ def layout(config: dict[str, Any], checkout: Path) -> Layout:
 
 
 def env_of(s: ServiceSpec) -> dict[str, str]:
-    """The container's environment; secrets get a stand-in value (the same on both sides)."""
-    return {**s.env, **{k: "bench" for k in s.secret_env}}
+    """The container's environment; every secret is a stand-in value, given as its variable takes it (inside the
+    Mattermost DSN, hashed for a _SHA256 name), so the services still log in to each other."""
+    return {**s.env, **{k: secret_setting(k, ref, "bench") for k, ref in s.secret_env.items()}}
 
 
 def health_status(name: str) -> str:

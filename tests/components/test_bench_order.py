@@ -45,6 +45,10 @@ def test_compose_file_has_the_same_order_and_waits(tmp_path: Path):
     assert spec["services"]["omcgitea-bench-order-gitea"]["depends_on"] == {
         "omcgitea-bench-order-mysql": {"condition": "service_healthy"}
     }
+    # the stand-in secret inside Mattermost's DSN is the password its database user gets
+    mysql = spec["services"]["omcgitea-bench-order-mysql"]["environment"]
+    dsn = spec["services"]["omcgitea-bench-order-mattermost"]["environment"]["MM_SQLSETTINGS_DATASOURCE"]
+    assert dsn.startswith(f"mattermost:{mysql['MYSQL_MATTERMOST_PASSWORD']}@tcp(")
 
 
 def test_run_dag_keeps_the_order_and_the_parallelism():

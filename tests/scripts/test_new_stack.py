@@ -174,3 +174,17 @@ def test_a_retired_setting_of_an_earlier_stack_file_is_dropped_with_its_reason(p
     assert "agensh:keep_pulled_images" not in yaml.safe_load(path.read_text())["config"]
     refused = run(project, *args, "--set", "keep_pulled_images=false")  # asked for anew: refused, with the reason
     assert refused.returncode != 0 and "always kept on destroy" in refused.stderr
+
+
+def test_an_earlier_stack_file_gets_a_new_secret_and_keeps_the_others(project: Path):
+    """A stack file written before a generated secret existed (mysql_mattermost_password): new-stack generates that
+    one and changes no other."""
+    args = ("cohort-w8", "--tasks", TASK, "--checkout", "/opt/agensh")
+    assert run(project, *args).returncode == 0
+    pulumi = ["pulumi", "config", "rm", "-s", "cohort-w8", "agensh:mysql_mattermost_password"]
+    subprocess.run(pulumi, cwd=project, check=True, capture_output=True)
+    kept = {k: secret(project, k) for k in ("mysql_root_password", "mysql_router_password", "llm_upstream_token")}
+    again = run(project, *args)
+    assert again.returncode == 0, again.stderr
+    assert "generated: mysql_mattermost_password\n" in again.stdout
+    assert {k: secret(project, k) for k in kept} == kept and len(secret(project, "mysql_mattermost_password")) >= 24

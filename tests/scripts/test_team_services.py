@@ -678,6 +678,17 @@ def test_mattermost_standin_refuses_what_the_real_server_would_not_run_with(team
         code = docker("wait", name).stdout.strip()
         assert code in ("1", "2") and said in logs(name), logs(name)
         docker("rm", "-f", name)
+    # a database initialised before Mattermost had a user of its own is refused the same way, until the init script
+    # runs once in the running database (docs/operations.md, "A database initialised by an earlier agensh")
+    gone = mariadb(team, "DROP USER mattermost; DROP DATABASE mattermost", team.secrets["mysql_root_password"])
+    assert gone.returncode == 0, gone.stderr
+    team.start("mattermost", wait=False)
+    assert docker("wait", name).stdout.strip() == "1" and "cannot use the database mattermost" in logs(name)
+    docker("rm", "-f", name)
+    mysql = team.placements[("mysql", None)].name
+    made = docker("exec", mysql, "sh", "/docker-entrypoint-initdb.d/agensh-users.sh")
+    assert "database user mattermost" in made.stdout
+    team.start("mattermost")
 
 
 # ------------------------------------------------------------------------------------------------ real services

@@ -4,7 +4,7 @@
 # initialises the data folder: root (from any host) with MYSQL_ROOT_PASSWORD, the database MYSQL_DATABASE when set
 # (as the official mysql image does; the project sets `gitea`) and `healthcheck`@127.0.0.1 without privileges
 # (mysqladmin's user, see agensh.cnf, so that health checks are not logged as denied logins); then, as the official
-# image does, the *.sh scripts in /docker-entrypoint-initdb.d (the project's creates the routers' own user). Then it runs the server with the given options. Any other command runs as given.
+# image does, the *.sh scripts in /docker-entrypoint-initdb.d (the project's gives the routers and Mattermost their own users). Then it runs the server with the given options. Any other command runs as given.
 set -euo pipefail
 DATA=/var/lib/mysql
 DONE="$DATA/.agensh-initialised"
