@@ -187,12 +187,32 @@ class NudgesResult(Record):
     restarts: list[Restart] = Field(default_factory=list)
 
 
+FREEZE_ON_TIME_S = 60.0  # a freeze this soon after the deadline holds the deadline's HEAD (Gitea's calls take seconds)
+
+
+class Freeze(Record):
+    """`freeze.json`: `main`'s HEAD when it was frozen (made immovable for all but the administrator), by the deadline
+    keeper at the deadline, or by the export when no keeper had (the launcher and the keeper both dead: `late_s`
+    says how much work after the deadline may be in it)."""
+
+    head: str
+    by: Literal["keeper", "export"]
+    deadline: str
+    frozen_at: str
+    late_s: float  # frozen this long after the deadline
+
+    @property
+    def on_time(self) -> bool:
+        return self.late_s <= FREEZE_ON_TIME_S
+
+
 class ExportResult(Record):
     submission: str
     commit: str
     files: int
     exported_at: str
     recovered_from: str | None = None
+    freeze: Freeze | None = None  # what fixed `commit`; None: never frozen (Gitea unreachable), main as preserved
 
 
 class Session(Record):

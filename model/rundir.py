@@ -11,7 +11,8 @@
             <task id>/                          submission.tar.gz, <task>.eval.json (untouched original),
                                                 <task>.eval.<n>.json (earlier attempts), score.json, evaluate.log,
                                                 ramp.json, receipts/<step>.json, result_index.jsonl, RUN_FAILED,
-                                                EXPORT_FAILED, DATA_ROOT_FULL
+                                                EXPORT_FAILED, DATA_ROOT_FULL, freeze.json (main's HEAD at the
+                                                deadline), keeper.lock and keeper.log (the deadline keeper)
 
     <traj root>/<profile>.<run id>/             CopyDir: the verified copy of a run that destroy leaves alone
         (the run directory's files), agents/<agent>/state.tar.gz, SHA256SUMS.json
@@ -183,6 +184,18 @@ class RunDir:
     def ramp(self, task_id: str) -> Path:
         """The checkpoint of when the task's ramp started, so a resumed `up` keeps its clock."""
         return self.task(task_id) / "ramp.json"
+
+    def freeze(self, task_id: str) -> Path:
+        """`main`'s HEAD as the deadline froze it (scripts/lib/freeze.py): the export exports this commit, never a
+        later one."""
+        return self.task(task_id) / "freeze.json"
+
+    def keeper_lock(self, task_id: str) -> Path:
+        """Held by the task's deadline keeper while it lives, so arming it again starts no second one."""
+        return self.task(task_id) / "keeper.lock"
+
+    def keeper_log(self, task_id: str) -> Path:
+        return self.task(task_id) / "keeper.log"
 
     def receipts(self, task_id: str | None = None) -> Path:
         return (self.task(task_id) if task_id else self.path) / "receipts"

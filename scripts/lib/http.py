@@ -27,8 +27,10 @@ def request(
     attempts: int = 30,
     pause: float = 2.0,
     ok: tuple[int, ...] = (),
+    timeout: float = 30,
 ) -> tuple[int, Any, dict[str, str]]:
-    """Send a JSON request; statuses in `ok` count as success besides 2xx. Connection errors are retried."""
+    """Send a JSON request; statuses in `ok` count as success besides 2xx. Connection errors and answers that take
+    longer than `timeout` are retried."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if auth:
@@ -39,7 +41,7 @@ def request(
     for _ in range(attempts):
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 raw = resp.read().decode()
                 return resp.status, json.loads(raw) if raw.strip() else None, dict(resp.headers)
         except urllib.error.HTTPError as err:

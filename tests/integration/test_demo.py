@@ -279,6 +279,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     assert score["score"] == 1.0 and score["complete"], (score, worker_logs(profile))
     export = json.loads((run_dir / TASK / "receipts" / "export.json").read_text())["result"]
     assert export["exported_at"] >= kicked["deadline"]
+    assert export["freeze"]["head"] == export["commit"] and export["freeze"]["late_s"] <= 60, export  # main frozen
     final = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)["tasks"][0]
     assert (final["phase"], final["score"], final["repo"]["merged_pull_requests"]) == ("scored", 1.0, 1)
     # the steps print one short human line per event: no receipt JSON on the console, no line wider than 160
