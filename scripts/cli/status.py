@@ -15,7 +15,6 @@ file's plain settings (never the passphrase or a secret) and says plainly what i
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from model.rundir import ProfileDir, RunDir
 from model.stackfiles import load_profile
 from model.topology import Layout
 from scripts.lib.activity import Follower, epoch, last_logged
-from scripts.lib.step import iso
+from scripts.lib.step import held, iso
 
 
 class Worker(BaseModel):
@@ -79,15 +78,7 @@ class StatusView(BaseModel):
 
 def running(rd: RunDir, step: str, task: str) -> bool:
     """A step is running when its program holds the lock beside its receipt (scripts/lib/step.py)."""
-    lock = rd.lock(step, task)
-    if not lock.exists():
-        return False
-    with open(lock) as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-    return False
+    return held(rd.lock(step, task))
 
 
 def phase(p: Profile, rd: RunDir, task: str, now: float) -> tuple[str, str, float | None]:

@@ -26,7 +26,7 @@ from model.records import Freeze, KickoffResult, read_record
 from model.rundir import RunDir
 from model.step_inputs import GiteaInputs
 from scripts.lib.http import HTTPFailure, request
-from scripts.lib.step import iso, now, progress, wait_until, write_atomic
+from scripts.lib.step import held, iso, now, progress, wait_until, write_atomic
 
 PROJECT = Path(__file__).resolve().parents[2]
 KEEP = "keep"  # the export program's argument that makes it the keeper (its path is pinned with the step's)
@@ -100,15 +100,7 @@ def freeze(
 
 def keeper_alive(rd: RunDir, task_id: str) -> bool:
     """Whether a keeper of the task holds its lock (a dead one's lock is released with its process)."""
-    path = rd.keeper_lock(task_id)
-    if not path.exists():
-        return False
-    with open(path) as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-    return False
+    return held(rd.keeper_lock(task_id))
 
 
 def arm(a: GiteaInputs, password: str) -> str:

@@ -60,6 +60,18 @@ def write_atomic(path: Path, data: BaseModel | dict[str, Any], mode: int = 0o644
     os.replace(tmp, path)
 
 
+def held(lock: Path) -> bool:
+    """Whether a live process holds this lock file (a dead one's lock is released with its process)."""
+    if not lock.exists():
+        return False
+    with open(lock) as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
 def append_line(path: Path, line: str) -> None:
     """Append one line and make it durable before returning (a crash loses at most the line being written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
