@@ -217,8 +217,13 @@ def mysql_connections_needed(routers: int, platform: int) -> int:
 
 def mm_users_needed(workers: int, tasks: int, administrators: int) -> int:
     """The chat users in the one Mattermost team (TEAM_NAME): the bootstrap registers every task's agents there at the
-    platform's start, plus the administrators. MM_MAX_USERS_PER_TEAM must exceed it."""
+    platform's start, plus the administrators."""
     return workers * tasks + administrators
+
+
+def mm_max_users_needed(workers: int, tasks: int, administrators: int) -> int:
+    """The least team cap that fits: MM_MAX_USERS_PER_TEAM must exceed the users (docs/requirements.md R20)."""
+    return mm_users_needed(workers, tasks, administrators) + 1
 
 
 def deadline_s(hours: float) -> int:
@@ -238,13 +243,13 @@ def team_limit_problems(
     """The team limits that do not scale by themselves with the worker count, as (profile key, problem). `workers`
     and `routers` are one task's (a task's team runs alone); the chat counts every task's agents."""
     out = []
-    users = mm_users_needed(workers, tasks, administrators)
-    if mm_max_users <= users:
+    users, cap = mm_users_needed(workers, tasks, administrators), mm_max_users_needed(workers, tasks, administrators)
+    if mm_max_users < cap:
         out.append(
             (
                 "mm_max_users_per_team",
                 f"{mm_max_users} must exceed {tasks} task(s) x {workers} workers + {administrators} administrators "
-                f"({users}); set it to {users + 1} or more",
+                f"({users}); set it to {cap} or more",
             )
         )
     need = mysql_connections_needed(routers, platform_connections)
@@ -253,7 +258,7 @@ def team_limit_problems(
             (
                 "mysql_max_connections",
                 f"{mysql_max_connections} must cover {CONNECTIONS_PER_ROUTER} per router x "
-                f"{routers} plus the platform's {platform_connections} ({need})",
+                f"{routers} plus the platform's {platform_connections} ({need}); set it to {need} or more",
             )
         )
     return out

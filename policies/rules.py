@@ -441,21 +441,20 @@ image_pins = _policy(
 # --- 8: team limits ------------------------------------------------------------------------------------------
 def _team_limits(args: StackValidationArgs, report: Report) -> None:
     """The contract's team-limit rule on the rendered containers; the profile's numbers come from the policy config
-    `new_stack` writes (the profile's defaults otherwise). The chat's users are the ones the bootstrap registers
-    (its WORKERS for each of its TASKS), which a platform stack of a per-task profile holds without any worker."""
+    `new_stack` writes (the profile's defaults otherwise). The team's size is the bootstrap's own WORKERS (one task's,
+    each with its router) and TASKS (every task's agents join the chat): the bootstrap sits beside Mattermost and MySQL
+    in the platform, and with a stack per task no stack holds every task's workers and routers to count."""
     cfg = args.get_config()
-    cs = containers(args)
-    workers = Counter(label_map(c.props).get(TASK_LABEL) for c in cs if role(c.props) == "worker")
-    routers = Counter(label_map(c.props).get(TASK_LABEL) for c in cs if role(c.props) == "router")
-    by_role = {role(c.props): c for c in cs}
+    by_role = {role(c.props): c for c in containers(args)}
     registers = env_map(by_role["bootstrap"].props) if "bootstrap" in by_role else {}
+    workers = int(registers.get("WORKERS", 0))
     holder = {"mm_max_users_per_team": by_role.get("mattermost"), "mysql_max_connections": by_role.get("mysql")}
     mm, mysql = holder["mm_max_users_per_team"], holder["mysql_max_connections"]
     flags = [a for a in (mysql.props.get("command") or [] if mysql else []) if str(a).startswith("--max-connections=")]
     problems = contract.team_limit_problems(
-        workers=int(registers.get("WORKERS") or max(workers.values(), default=0)),
-        tasks=len(registers["TASKS"].split()) if registers.get("TASKS") else len(workers),
-        routers=max(routers.values(), default=0),
+        workers=workers,
+        tasks=len(registers.get("TASKS", "").split()),
+        routers=workers,
         administrators=int(cfg.get("administrators", profile_default("administrators"))),
         mm_max_users=int(env_map(mm.props).get("MM_TEAMSETTINGS_MAXUSERSPERTEAM", contract.MM_DEFAULT_MAX_USERS))
         if mm
@@ -465,7 +464,7 @@ def _team_limits(args: StackValidationArgs, report: Report) -> None:
     )
     for key, problem in problems:
         if (where := holder[key]) is not None:
-            report(f"container {where.name!r}: {problem}; raise {key}.")
+            report(f"container {where.name!r}: {key} {problem}.")
 
 
 team_limits = _policy(

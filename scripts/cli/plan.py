@@ -38,8 +38,8 @@ def what_if(raw: dict[str, Any], workers: int | None, memory_gib: float | None, 
     if workers is not None:
         raw["workers"] = workers
         admins = int(raw.get("administrators", Profile.model_fields["administrators"].default))
-        needed = contract.mm_users_needed(workers, len(raw.get("tasks") or []), admins)
-        raw["mm_max_users_per_team"] = max(int(raw.get("mm_max_users_per_team", 0)), needed + 1)  # must exceed it
+        needed = contract.mm_max_users_needed(workers, len(raw.get("tasks") or []), admins)
+        raw["mm_max_users_per_team"] = max(int(raw.get("mm_max_users_per_team", 0)), needed)
     if (memory_gib or cpus) and raw.get("swarm"):
         raw["swarm"] = dict(
             raw["swarm"],

@@ -364,8 +364,10 @@ def bench_profile(
         uncached=True,
         host_units="off",
         cleanroom_org=BENCH_ORG,
-        # the stand-in bootstrap registers every task's agents in one Mattermost team at once
-        mm_max_users_per_team=max(contract.MM_DEFAULT_MAX_USERS, workers * ntasks + 3),
+        mm_max_users_per_team=max(
+            contract.MM_DEFAULT_MAX_USERS,
+            contract.mm_max_users_needed(workers, ntasks, Profile.model_fields["administrators"].default),
+        ),
         mysql_max_connections=max(1000, contract.mysql_connections_needed(workers * ntasks, 100)),
     )
 

@@ -8,11 +8,14 @@ from pathlib import Path
 import pulumi
 import pytest
 from pulumi.output import Unknown
+from pulumi.runtime import rpc
 
 from components.experiment import Experiment
 from model import parts
 from model.parts import Part
+from policies import rules
 from tests.components.conftest import Mocks, RecordingMonitor, Reg, secrets, stack_profile
+from tests.unit.test_policies import check_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ["jgm__pandoc.5caad90", "ajeetdsouza__zoxide.67ca1bc"]
@@ -68,3 +71,40 @@ def test_a_part_refuses_its_update_before_the_stacks_it_follows(profile):
         declared(profile, Part("task", TASKS[0]), preview=False)
     with pytest.raises(Exception, match=rf"preserve-task of {TASKS[0]}, preserve-task of {TASKS[1]}"):
         declared(profile, Part("record"), preview=False)
+
+
+def plain(value: object) -> object:
+    """`value` as the policy pack is given it: each secret as its plain value."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return plain(value["value"])
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def test_the_pack_counts_the_whole_team_in_the_platform_stack(tmp_path: Path):
+    """No stack of a per-task profile holds every task's workers, nor a task's routers beside MySQL; the platform's
+    holds the bootstrap that registers them all, Mattermost and MySQL, so the pack checks the team limits there: a cap
+    too small for 2 workers x 2 tasks + 2 administrators, and connections too few for one task's 2 routers (a profile
+    past its own check, as a hand-edited stack could be)."""
+    fits = stack_profile("cohort-w8", tmp_path, tasks=TASKS, workers=2, stacks="per-task", mm_max_users_per_team=7)
+    too_small = fits.model_copy(update={"mm_max_users_per_team": 6, "mysql_max_connections": 107})
+
+    def refused(profile) -> dict[str, list[str]]:
+        out = {}
+        for stack, part in parts.stacks_of(profile.profile, profile):
+            rendered = [(r.type, plain(r.inputs)) for r in declared(profile, part).values()]
+            out[stack] = check_stack(rules.team_limits, rendered)
+        return out
+
+    assert all(got == [] for got in refused(fits).values())
+    got = refused(too_small)
+    assert got.pop("cohort-w8.platform") == [
+        "container 'omcgitea-cohort-w8-mattermost': mm_max_users_per_team 6 must exceed 2 task(s) x 2 workers "
+        "+ 2 administrators (6); set it to 7 or more.",
+        "container 'omcgitea-cohort-w8-mysql': mysql_max_connections 107 must cover 4 per router x 2 plus the "
+        "platform's 100 (108); set it to 108 or more.",
+    ]
+    assert len(got) == 3 and all(m == [] for m in got.values())

@@ -12,7 +12,7 @@ from model import contract
 from model.profile import ProfileError, parse_profile
 from policies import rules
 from scripts.preflight import check_limits
-from tests.unit.test_policies import C, check, check_stack, container, labels, worker
+from tests.unit.test_policies import C, check, check_stack, platform, worker
 from tests.unit.test_profile import raw
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,13 +55,6 @@ def test_no_literal_of_the_contract_is_written_twice():
     assert [lit for lit in LITERALS if lit not in contract_text] == ["'omcgitea", "65536", "8192"]  # derived there
 
 
-def team_rendered(workers: int, max_connections: int) -> list:
-    members = [(C, worker(name=f"w{i}")) for i in range(workers)]
-    members += [(C, container("router", name=f"r{i}", labels=labels("router", "t"))) for i in range(workers)]
-    mysql = container("mysql", command=["mysqld", f"--max-connections={max_connections}"])
-    return members + [(C, container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=400"])), (C, mysql)]
-
-
 LIMITS = {
     "workers": 200,
     "tasks": 1,
@@ -86,13 +79,15 @@ def test_image_repository_keeps_a_registry_port():
 def test_one_limit_changed_in_the_contract_moves_every_check(monkeypatch: pytest.MonkeyPatch):
     profile = raw(workers=200, mm_max_users_per_team=400)
     parse_profile(profile)  # 4 x 200 + 100 = 900 <= 1000
-    assert check_stack(rules.team_limits, team_rendered(200, 1000)) == []
+    assert check_stack(rules.team_limits, platform(200, max_users=400)) == []
     assert check_limits(Rendered()).startswith("team limits hold")  # type: ignore[arg-type]
 
     monkeypatch.setattr(contract, "CONNECTIONS_PER_ROUTER", 5)  # 5 x 200 + 100 = 1100 > 1000
     with pytest.raises(ProfileError, match="must cover 5 per router x 200"):
         parse_profile(profile)
-    assert any("must cover 5 per router x 200" in m for m in check_stack(rules.team_limits, team_rendered(200, 1000)))
+    assert any(
+        "must cover 5 per router x 200" in m for m in check_stack(rules.team_limits, platform(200, max_users=400))
+    )
     with pytest.raises(AssertionError, match="must cover 5 per router x 200"):
         check_limits(Rendered())  # type: ignore[arg-type]
 
@@ -106,10 +101,11 @@ def test_memory_ceiling_changed_in_the_contract(monkeypatch: pytest.MonkeyPatch)
     assert parse_profile(raw(worker_memory_gib=32)).worker_memory_gib == 32
 
 
-def test_the_chat_counts_every_tasks_agents(monkeypatch: pytest.MonkeyPatch):
+def test_the_chat_counts_every_tasks_agents():
     """The bootstrap registers every task's agents in one team: 128 workers x 5 tasks need a cap above 642, refused at
     the profile (new-stack), by the pack (from the bootstrap's own WORKERS and TASKS, which a per-task profile's
     platform stack holds without any worker) and by the preflight alike, each naming the number to set."""
+    assert (contract.mm_users_needed(128, 5, 2), contract.mm_max_users_needed(128, 5, 2)) == (642, 643)
     tasks = [
         "jgm__pandoc.5caad90",
         "gromacs__gromacs.665ea4c",
@@ -117,18 +113,20 @@ def test_the_chat_counts_every_tasks_agents(monkeypatch: pytest.MonkeyPatch):
         "php__php-src.c891263",
         "ffmpeg__ffmpeg.360a402",
     ]
-    with pytest.raises(
-        ProfileError, match=r"200 must exceed 5 task\(s\) x 128 workers \+ 2 administrators \(642\); set it to 643"
-    ):
-        parse_profile(raw(workers=128, tasks=tasks, mysql_max_connections=1000))
+    with pytest.raises(ProfileError) as refused:
+        parse_profile(raw(workers=128, tasks=tasks))
+    assert refused.value.problems == [
+        (
+            "mm_max_users_per_team",
+            "200 must exceed 5 task(s) x 128 workers + 2 administrators (642); set it to 643 or more",
+        )
+    ]
     assert parse_profile(raw(workers=128, tasks=tasks, mm_max_users_per_team=643)).limits["tasks"] == 5
-    bootstrap = container("bootstrap", envs=["WORKERS=128", f"TASKS={' '.join(tasks)}"])
-    platform = [(C, container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=200"])), (C, bootstrap)]
-    assert any(
-        "set it to 643 or more; raise mm_max_users_per_team" in m for m in check_stack(rules.team_limits, platform)
-    )
-    fits = [(C, container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=643"])), (C, bootstrap)]
-    assert check_stack(rules.team_limits, fits) == []
+    assert check_stack(rules.team_limits, platform(128, tasks=5)) == [
+        "container 'mattermost': mm_max_users_per_team 200 must exceed 5 task(s) x 128 workers + 2 administrators "
+        "(642); set it to 643 or more."
+    ]
+    assert check_stack(rules.team_limits, platform(128, tasks=5, max_users=643)) == []
 
     class Five:
         limits = {**LIMITS, "workers": 128, "routers": 128, "tasks": 5, "mm_max_users": 200}

@@ -92,6 +92,17 @@ def team(n_workers: int, subnet: str = "10.1.0.0/24") -> list[tuple[str, dict[st
     return out
 
 
+def platform(workers: int, tasks: int = 1, max_users: int = 200, max_connections: int = 1000) -> list:
+    """The platform's containers the team-limit rule reads: the bootstrap (its WORKERS per task, its TASKS),
+    Mattermost's cap and MySQL's connections."""
+    registers = [f"WORKERS={workers}", "TASKS=" + " ".join(f"t{i}" for i in range(tasks))]
+    return [
+        (C, container("bootstrap", envs=registers)),
+        (C, container("mattermost", envs=[f"MM_TEAMSETTINGS_MAXUSERSPERTEAM={max_users}"])),
+        (C, container("mysql", command=["mysqld", f"--max-connections={max_connections}"])),
+    ]
+
+
 def test_every_policy_is_in_the_pack_and_mandatory():
     names = [p.name for p in rules.POLICIES]
     assert len(names) == len(set(names)) == 11
@@ -204,20 +215,20 @@ def test_7_image_pins():
 
 
 def test_8_team_limits():
-    members = team(3)[1:] + [(C, container("router", labels=labels("router", "t"))) for _ in range(3)]
-    mm = container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=200"])
-    mysql = container("mysql", command=["mysqld", "--max-connections=1000"])
-    assert check_stack(rules.team_limits, members + [(C, mm), (C, mysql)]) == []
-    mm_small = container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=5"])
-    mysql_small = container("mysql", command=["mysqld", "--max-connections=100"])
-    got = check_stack(rules.team_limits, members + [(C, mm_small), (C, mysql_small)])
-    assert any("must exceed 1 task(s) x 3 workers + 2 administrators" in m for m in got)
-    assert any("100 must cover 4 per router x 3 plus the platform's 100 (112)" in m for m in got)
+    assert check_stack(rules.team_limits, platform(3)) == []
+    got = check_stack(rules.team_limits, platform(3, max_users=5, max_connections=100))
+    assert "container 'mattermost': mm_max_users_per_team 5 must exceed 1 task(s) x 3 workers" in got[0]
+    assert got[1] == (
+        "container 'mysql': mysql_max_connections 100 must cover 4 per router x 3 plus the platform's 100 (112); "
+        "set it to 112 or more."
+    )
     # the profile's numbers from the policy config new_stack writes: 5 administrators need 9 users
-    mm_eight = container("mattermost", envs=["MM_TEAMSETTINGS_MAXUSERSPERTEAM=8"])
-    assert check_stack(rules.team_limits, members + [(C, mm_eight), (C, mysql)]) == []
-    got = check_stack(rules.team_limits, members + [(C, mm_eight), (C, mysql)], {"administrators": 5})
-    assert len(got) == 1 and "must exceed 1 task(s) x 3 workers + 5 administrators" in got[0]
+    assert check_stack(rules.team_limits, platform(3, max_users=8)) == []
+    got = check_stack(rules.team_limits, platform(3, max_users=8), {"administrators": 5})
+    assert len(got) == 1 and "must exceed 1 task(s) x 3 workers + 5 administrators (8); set it to 9" in got[0]
+    # a task's own stack (a stack per task) holds its team but neither the chat nor the database: nothing to check
+    team_alone = team(300)[1:] + [(C, container("router", labels=labels("router", "t"))) for _ in range(300)]
+    assert check_stack(rules.team_limits, team_alone) == []
 
 
 def test_9_model_settings():
