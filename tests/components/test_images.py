@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.experiment import Experiment
+from model.images import plan
 from tests.components.conftest import secrets, stack_profile
 
 IMAGE = "docker:index/remoteImage:RemoteImage"
@@ -24,3 +25,27 @@ def test_shared_images_are_kept_and_private_ones_go(tmp_path: Path, run_program)
     gone = sorted(name for name, keep in private.items() if not keep)
     assert gone and all(name.endswith(":cohort-w8-20261129t120000z") for name in gone)
     assert {name for name, keep in private.items() if keep} >= {"gitea/gitea:1.22", "mysql:8.4"}
+
+
+def test_the_images_are_the_plan(tmp_path: Path, run_program):
+    """One list of images (model/images.py): the component declares each planned image with the plan's Dockerfile,
+    context and build arguments, and a built image after the images it is built on."""
+    profile = stack_profile("cohort-w8", tmp_path, tasks=["jgm__pandoc.5caad90", "testorg__calculator.abc1234"])
+    regs = run_program(lambda: Experiment("experiment", profile, secrets(), project_dir=tmp_path).images.ids)
+    images = {r.inputs["name"]: r for r in regs.values() if r.type == IMAGE}
+    planned = plan(profile)
+    assert sorted(images) == sorted(i.name for i in planned) and len(planned) == len(images)
+    urns = {i.key: images[i.name].urn for i in planned}
+    checkout = profile.checkout_path(tmp_path)
+    for image in planned:
+        reg = images[image.name]
+        if image.build is None:
+            assert "build" not in reg.inputs, image
+            continue
+        build = reg.inputs["build"]
+        assert build["dockerfile"] == str(checkout / image.build.dockerfile)
+        assert build["context"] == str(checkout / image.build.context)
+        assert build.get("buildArgs", {}) == image.build.args
+        assert {urns[k] for k in image.build.after} <= set(reg.deps), image
+    workers = [i for i in planned if i.role == "worker-image"]
+    assert [w.task for w in workers] == profile.tasks and all(w.build and w.build.after for w in workers)
