@@ -8,14 +8,13 @@ values on the command line would show in the host's process list.
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 import pulumi
 from pulumi_command import local, remote
 
 from model.profile import Profile
+from model.project import SCRIPTS
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 REMOTE_GUARD_EXEC = "/usr/local/libexec/agensh/pbench_reboot_guard.sh"
 HEREDOC_END = "AGENSH_GUARD_SCRIPT_END"
 

@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
 from pulumi_command import local
 from pydantic import BaseModel
 
+from model.project import ROOT
 from model.records import Receipt
 from model.steps import StepDef, known, receipt_from_stdout
-
-PROJECT = Path(__file__).resolve().parent.parent
 
 
 class Step(local.Command):
@@ -65,7 +63,7 @@ class Step(local.Command):
             f"{prefix}-{step.suffix}",
             create=f"{self.python()} -m {step.module} {step.args}".strip(),
             delete=f"{self.python()} -m {step.module} {step.delete}" if step.delete else None,
-            dir=str(PROJECT),
+            dir=str(ROOT),
             environment={"AGENSH_INPUT": payload, "PYTHONUNBUFFERED": "1", **(env or {}), **(secrets or {})},
             logging=local.Logging.STDERR,
             triggers=triggers,

@@ -13,11 +13,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from . import addressing, contract
 from .checkout import ARCHIVE, PROMPTS_DIR, PROMPTS_MOUNT, SILENCE
+from .project import SCRIPTS
 from .rundir import ProfileDir
 
 if TYPE_CHECKING:
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from .topology import Placement
 
 HTTP_PORT = 8080
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 Network = Literal["internal", "egress", "operator", "data"]
 
 

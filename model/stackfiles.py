@@ -9,8 +9,7 @@ from typing import Any
 import yaml
 
 from model.profile import NAMESPACE, Profile, parse_profile
-
-ROOT = Path(__file__).resolve().parents[1]  # the project
+from model.project import ROOT
 
 
 def stack_file(stack: str, root: Path | None = None) -> Path:

@@ -1,11 +1,7 @@
 """Builds the agensh policy pack. Only this file constructs the PolicyPack (its constructor serves forever)."""
 
-import os
-import sys
+from pulumi_policy import PolicyPack
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from pulumi_policy import PolicyPack  # noqa: E402
-from rules import POLICIES, stack_policy_config  # noqa: E402
+from policies.rules import POLICIES, stack_policy_config
 
 PolicyPack(name="agensh", policies=POLICIES, initial_config=stack_policy_config())

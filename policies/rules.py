@@ -12,7 +12,6 @@ import ipaddress
 import json
 import os
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,13 +27,11 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the project: its contract
-
-from model import contract, parts, placement  # noqa: E402
-from model.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL  # noqa: E402
-from model.profile import NAMESPACE, Profile  # noqa: E402
-from model.rundir import ProfileDir  # noqa: E402
-from model.stackfiles import policy_config_path  # noqa: E402
+from model import contract, parts, placement
+from model.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL
+from model.profile import NAMESPACE, Profile
+from model.rundir import ProfileDir
+from model.stackfiles import policy_config_path
 
 # pulumi_policy's ReportViolation requires the urn; the engine's callback takes it as optional: (message, urn=None)
 Report = Callable[..., None]

@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from model import contract, steps
+from model.project import SCRIPTS
 from model.records import EvaluateResult
 from model.rundir import RunDir
 from model.step_inputs import EvaluateInputs
 from scripts.lib.scoring import PROGRAMBENCH, blob_env
 from scripts.lib.step import StepFailed, file_digest, load_inputs, progress, run_step
 
-SHIM = Path(__file__).resolve().parent / "host" / "pbench_docker_shim.sh"
+SHIM = SCRIPTS / "host" / "pbench_docker_shim.sh"
 
 
 def docker_cpus(requested: int | None) -> int:

@@ -1,4 +1,4 @@
-"""Shared test set-up: the project on sys.path, and the guard for tiers that need real tools.
+"""Shared test set-up: the guard for tiers that need real tools.
 
 A tier that needs something absent skips with the reason when pytest is run by hand, and fails under `make test`
 and in CI (CI=true, which scripts/setup/run-tests.sh sets), so a missing engine is never a silent green run.
@@ -9,17 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from scripts.lab import docker_disk  # noqa: E402 (the project on sys.path first)
-from scripts.setup.calculator import BASE_IMAGE  # noqa: E402
+from model.project import ROOT
+from scripts.lab import docker_disk
+from scripts.setup.calculator import BASE_IMAGE
 
 
 def require(ok: bool, what: str) -> None:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from model import contract, parts
-from model.stackfiles import ROOT
+from model.project import ROOT
 
 
 def destroy_order(stack: str, existing: set[str]) -> list[str]:

@@ -26,7 +26,8 @@ import yaml
 from model import contract, parts
 from model.parts import Part
 from model.profile import NAMESPACE, RETIRED, Profile, ProfileError, parse_profile
-from model.stackfiles import ROOT, plain_settings, policy_config_path, stack_file
+from model.project import ROOT
+from model.stackfiles import plain_settings, policy_config_path, stack_file
 from scripts.cli.destroy import destroy_order
 from scripts.setup import copilot_cli
 

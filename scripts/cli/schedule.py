@@ -37,10 +37,10 @@ from pathlib import Path
 
 from model import contract
 from model.profile import Profile, ProfileError
+from model.project import ROOT
 from model.rundir import RunDir
 from model.stackfiles import load_profile as stack_profile
 
-ROOT = Path(__file__).resolve().parents[2]
 UNITS_SCRIPT = ROOT / "scripts" / "host" / "schedule_units.sh"
 LAUNCH_SCRIPT = ROOT / "scripts" / "scheduled_launch.sh"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

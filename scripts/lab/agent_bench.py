@@ -38,12 +38,12 @@ from model.checkout import (
     TASK_IMAGE,
     WORKER_IMAGE,
 )
+from model.project import ROOT
 from scripts.cli.status import mib
 from scripts.lab.sandbox import free_octet
 from scripts.lib import activity
 from scripts.setup import copilot_cli, demo_images
 
-ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "stacks" / "demo"
 RUN = os.getpid()
 LABEL = f"agensh.bench=agents-{RUN}"

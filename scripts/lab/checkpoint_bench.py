@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from model.project import ROOT
 from scripts.lab.bench import timed_pulumi
-from scripts.lab.sandbox import ROOT, isolated_env, state_file
+from scripts.lab.sandbox import isolated_env, state_file
 
 PROJECT = "ckpt"
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from model import contract, steps
+from model.project import ROOT
 from model.records import read_index
 from model.rundir import DATA_ROOT_FULL, RunDir
 from scripts.cli.destroy import destroy_order
@@ -46,7 +47,6 @@ from scripts.lab import docker_disk, swarm_lab
 from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import demo_images
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 RUN_ID = "20261129t000000z"  # the demo profile's
 UP_TIMEOUT_S = 900

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
+from model.project import ROOT
 from scripts.cli.launch import preview_env
 
-ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("Pulumi.yaml", "__main__.py", "components", "model", "scripts", "policies")
 # What `make preview` adds to the environment (scripts/setup/preview.env), for previews run as users run them.
 PREVIEW_ENV = preview_env()
@@ -32,11 +32,16 @@ def profile_config(source: str, **settings: Any) -> dict[str, Any]:
     return {k: v for k, v in config.items() if v is not None}
 
 
+def copy_dir(tmp: Path) -> Path:
+    """Where `project_copy` puts the copy."""
+    return tmp / "project"
+
+
 def project_copy(tmp: Path, profile: str, config: dict[str, Any], standin_image: str | None = None) -> Path:
     """`tmp/project`: the program, the demo's stand-in checkout and service images, the venv (linked),
     `stacks/<profile>.profile.yaml`. With `standin_image` the copied checkout's Dockerfiles build FROM that (a
     private tag) instead of the demo's stand-in image."""
-    proj = tmp / "project"
+    proj = copy_dir(tmp)
     proj.mkdir()
     for part in COPIED:
         src = ROOT / part
@@ -63,6 +68,9 @@ def isolated_env(tmp: Path, passphrase: str, **extra: str) -> dict[str, str]:
     env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp / 'state'}", PULUMI_CONFIG_PASSPHRASE=passphrase, **extra)
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     env.pop("PULUMI_OPTION_POLICY_PACK", None)  # the user's checkout's pack (scripts/env.sh); a sandbox names its own
+    # a copy shares the checkout's venv, which names the checkout (model/project.py): the copy's own modules first,
+    # also for its policy pack, which the engine starts in the copy's policies/
+    env["PYTHONPATH"] = str(copy_dir(tmp))
     return env
 
 

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Literal
 
 from model import steps
+from model.project import ROOT
 from model.records import Freeze, KickoffResult, read_record
 from model.rundir import RunDir
 from model.step_inputs import GiteaInputs
 from scripts.lib.http import HTTPFailure, request
 from scripts.lib.step import held, iso, now, progress, wait_until, write_atomic
 
-PROJECT = Path(__file__).resolve().parents[2]
 KEEP = "keep"  # the export program's argument that makes it the keeper (its path is pinned with the step's)
 RETRY_S = 30  # the keeper tries again this often while Gitea does not answer at the deadline
 GIVE_UP_S = 3600  # then leaves the freeze to the export, which records how late it froze
@@ -115,7 +115,7 @@ def arm(a: GiteaInputs, password: str) -> str:
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", steps.EXPORT.module, KEEP],
-            cwd=PROJECT,
+            cwd=ROOT,
             env={**os.environ, "AGENSH_INPUT": a.model_dump_json(), "AGENSH_GITEA_PASSWORD": password},
             stdin=subprocess.DEVNULL,
             stdout=out,

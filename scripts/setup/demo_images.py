@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 
 from model import contract
+from model.project import ROOT
 from scripts.setup import cache_root, calculator, copilot_cli, service_images
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def standin_images(tag: str = "demo") -> tuple[str, str]:

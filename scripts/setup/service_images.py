@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 from model import contract
+from model.project import ROOT
 from scripts.setup import cache_root
 from scripts.setup.calculator import BASE_IMAGE
 from scripts.setup.go_build import GoBuild, cached, run
 
-ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "stacks" / "services"
 GITEA_MODULE = "code.gitea.io/gitea"
 GITEA_VERSION = "1.26.0"

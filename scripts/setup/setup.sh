@@ -100,6 +100,16 @@ python_env() {
   echo "$want" >"$stamp"
 }
 
+# The project on the venv's path (model/project.py): a .pth file naming this checkout, so a process started
+# outside it, such as the policy pack, which the engine runs in policies/, imports the same modules by name.
+project_path() {
+  local pth
+  pth="$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/agensh-project.pth"
+  if [ "$(cat "$pth" 2>/dev/null)" = "$ROOT" ]; then echo "    $pth names $ROOT"; return; fi
+  echo "$ROOT" >"$pth"
+  echo "    $pth now names $ROOT"
+}
+
 # The real GitHub Copilot CLI at the demo's pin, from npm into the cache (keyed by version), imported as
 # agensh-copilot:<version> for the demo checkout's worker images (scripts/setup/copilot_cli.py). Tests never reach npm.
 copilot_cli() {
@@ -121,6 +131,7 @@ t_all=$(date +%s)
 step "host tools" host_tools
 step "Docker engine" docker_engine
 step "Python environment" python_env
+step "the project on the venv's path" project_path
 step "Pulumi toolchain" toolchain
 step "Copilot CLI" copilot_cli
 step "state and passphrase" secrets_home

@@ -14,8 +14,8 @@ from pulumi.runtime.mocks import MockMonitor
 
 from model.checkout import SHARED_IMAGES, WORKER_IMAGE
 from model.profile import Profile, parse_profile
+from model.project import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET_VALUES = {
     "llm_upstream_token": "MODEL-TOKEN-0123456789",
     "worker_proxy_token": "PROXY-CRED-0123456789",

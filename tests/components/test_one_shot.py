@@ -10,9 +10,9 @@ from pathlib import Path
 import pulumi
 
 from components.experiment import Experiment
+from model.project import ROOT
 from tests.components.conftest import Mocks, RecordingMonitor, Reg, secrets, stack_profile
 
-ROOT = Path(__file__).resolve().parents[2]
 CONTAINER = "docker:index/container:Container"
 
 

@@ -13,11 +13,11 @@ from pulumi.runtime import rpc
 from components.experiment import Experiment
 from model import parts
 from model.parts import Part
+from model.project import ROOT
 from policies import rules
 from tests.components.conftest import Mocks, RecordingMonitor, Reg, secrets, stack_profile
 from tests.unit.test_policies import check_stack
 
-ROOT = Path(__file__).resolve().parents[2]
 TASKS = ["jgm__pandoc.5caad90", "ajeetdsouza__zoxide.67ca1bc"]
 
 

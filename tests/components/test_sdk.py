@@ -11,8 +11,7 @@ import pulumi.runtime.resource as sdk_resource
 import pytest
 
 from components import sdk
-
-ROOT = Path(__file__).resolve().parents[2]
+from model.project import ROOT
 
 
 def pins() -> dict[str, str]:

@@ -6,9 +6,8 @@ from pathlib import Path
 
 from components.experiment import Experiment
 from model import steps
+from model.project import ROOT
 from tests.components.conftest import secrets, stack_profile
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_declared_step_is_the_tables(tmp_path: Path, run_program):

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from model.project import ROOT
 from scripts.lab import swarm_lab
 from scripts.lab.sandbox import free_octet
 from tests.conftest import require
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def docker(*args: str, check: bool = True, stdin: str | None = None) -> str:

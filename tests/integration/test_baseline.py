@@ -15,7 +15,6 @@ from scripts.lab.sandbox import free_octet, isolated_env, profile_config, projec
 from scripts.setup import demo_images
 from tests.integration.test_demo import labelled
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 
 

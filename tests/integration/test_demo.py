@@ -21,6 +21,7 @@ import yaml
 
 from model import contract
 from model.profile import parse_profile
+from model.project import ROOT
 from model.roles import ROLES, secret_key, spec
 from model.rundir import ProfileDir
 from model.topology import Layout
@@ -29,7 +30,6 @@ from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
 from scripts.setup import demo_images, service_images
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 SLUG = "testorg-calculator-abc1234"
 MAX_CONNECTIONS = 321  # not the profile's default nor MariaDB's, so the query shows the profile's value arrived

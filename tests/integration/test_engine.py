@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from model.project import ROOT
 
 
 def docker(*args: str) -> str:

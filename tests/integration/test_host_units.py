@@ -14,10 +14,10 @@ import pytest
 
 from components.host_units import install_script
 from model.profile import parse_profile
+from model.project import ROOT
 from tests.conftest import require
 from tests.integration.conftest import docker
 
-ROOT = Path(__file__).resolve().parents[2]
 GUARD = "/etc/systemd/system/pbench-reboot-guard.service"
 SLICE = "/etc/systemd/system/pbench.slice"
 STATE = "/var/lib/agensh/host-units.hostunits-test.json"

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from model import contract
+from model.project import ROOT
 from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import calculator
 from tests.integration.conftest import docker
 
-ROOT = Path(__file__).resolve().parents[2]
 WRONG = f"openai/{contract.PINNED_MODEL}"  # a provider/model id where the gateway wants the bare id
 NEVER = ("mysql", "gitea", "mattermost", "board", "secret-service", "bootstrap", "router", "worker")
 

@@ -10,9 +10,8 @@ import subprocess
 import uuid
 from pathlib import Path
 
+from model.project import ROOT
 from scripts.lab.sandbox import PREVIEW_ENV
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_preview_refuses_a_broken_team(tmp_path: Path, pulumi_engine: str):

@@ -25,12 +25,12 @@ import yaml
 
 from components.host_units import install_script
 from model.profile import parse_profile
+from model.project import ROOT
 from model.stackfiles import plain_settings
 from scripts import manifest
 from scripts.lab.sandbox import profile_config, project_copy
 from tests.integration.conftest import docker
 
-ROOT = Path(__file__).resolve().parents[2]
 STACK = "launchit"
 UNIT = f"agensh-launch-{STACK}"
 PASSPHRASE = "not-in-any-unit-file"

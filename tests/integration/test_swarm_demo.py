@@ -16,7 +16,6 @@ from scripts.lab import swarm_lab
 from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
 from scripts.setup import demo_images
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK = "testorg__calculator.abc1234"
 # The lab's nodes as the profile declares them: 4 GiB and 2 CPUs each; a pair (1 GiB worker + 1 GiB router) counts
 # 2 GiB and 0.75 CPUs, the platform 1 GiB and 0.5 CPUs: one pair beside the platform on n1, one pair on n2.

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from model.project import ROOT
 from tests.conftest import require
 
-ROOT = Path(__file__).resolve().parents[2]
 # The official leaderboard's published results for the 20 gate tasks (`<task>/<task>.eval.json`), only read.
 LEADERBOARD = Path(os.environ.get("AGENSH_FIXTURES", ROOT.parent / "shared" / "fixtures")) / "leaderboard-gpt-5-5-high"
 

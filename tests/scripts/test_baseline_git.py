@@ -23,8 +23,6 @@ from scripts import baseline
 from scripts.lib.step import iso, now, write_atomic
 from scripts.setup.calculator import BASE_IMAGE
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def docker(*args: str, check: bool = True) -> str:
     out = subprocess.run(["docker", *args], capture_output=True, text=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from model.project import ROOT
 from model.records import Freeze, read_record
 from model.rundir import RunDir
 from model.step_inputs import GiteaInputs
@@ -32,7 +33,6 @@ from scripts.setup.service_images import GITEA_IMAGE, MARIADB_IMAGE
 from tests.conftest import require
 from tests.scripts.conftest import kicked_off
 
-ROOT = Path(__file__).resolve().parents[2]
 RUN = uuid.uuid4().hex[:8]
 LABEL = f"agensh.test=deadline-keeper-{RUN}"
 ADMIN, ADMIN_PW = "pbench-admin", f"admin-{RUN}-pw"

@@ -12,7 +12,6 @@ import pytest
 from scripts import evaluate, score
 from scripts.setup import calculator
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK = calculator.TASK
 
 

@@ -17,11 +17,11 @@ from programbench.constants import TASKS_DIR
 from programbench.submission import aggregate, score_instance
 from programbench.utils.load_data import load_all_instances
 
+from model.project import ROOT
 from model.records import Host, Manifest, Revision
 from model.rundir import RUN_FAILED, RunDir
 from scripts.cli import gate
 from scripts.lib.step import now, write_atomic, write_marker
-from tests.conftest import ROOT
 from tests.scripts.conftest import LEADERBOARD as REFERENCE
 from tests.scripts.conftest import leaderboard_tasks
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK = "jgm__pandoc.5caad90"
 
 

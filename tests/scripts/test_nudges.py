@@ -25,8 +25,6 @@ from scripts.setup.calculator import BASE_IMAGE
 from tests.scripts.conftest import kicked_off
 from tests.scripts.test_reminders import Mattermost
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_an_idle_worker_is_nudged_once_an_active_one_never(tmp_path: Path, base_image: str):
     tag = uuid.uuid4().hex[:6]

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from model.checkout import check
+from model.project import ROOT
 from scripts import preflight, shutdown
 from scripts.setup import calculator
 from scripts.setup.calculator import BASE_IMAGE
 
-ROOT = Path(__file__).resolve().parents[2]
 PIN = "1.0.78"
 
 

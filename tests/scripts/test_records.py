@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from model import steps
+from model.project import ROOT
 from model.records import IndexRow, KickoffResult, Record, read_index
 from model.rundir import RunDir
 from model.step_inputs import TaskInputs
 from model.steps import read_receipt, result_of
 from scripts import manifest
 from scripts.lib.step import StepFailed, append_result, now, run_step
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class Value(Record):
@@ -37,13 +36,13 @@ def inputs(tmp_path: Path, task: str = "t") -> TaskInputs:
 def test_index_survives_a_crash_between_rows(tmp_path: Path):
     rd = RunDir(tmp_path)
     code = (
-        f"import os, sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+        "import os; from pathlib import Path; "
         "from model.rundir import RunDir; from model.records import IndexRow; "
         f"from scripts.lib.step import append_result; rd = RunDir(Path({str(tmp_path)!r})); "
         "append_result(rd, IndexRow(at='x', task_id='a', status='scored', score=0.5)); "
         'open(rd.index, \'a\').write(\'{"task_id": "b", "sta\'); os._exit(9)'
     )
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 9
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 9
     append_result(rd, row("a", "scored", 1.0))
     rows = read_index(rd.index)
     assert list(rows) == ["a"] and rows["a"].score == 1.0  # torn row ignored, last row wins
@@ -205,7 +204,7 @@ def test_a_leftover_run_of_a_step_finishes_first_and_the_new_run_replays(tmp_pat
     """An `up` killed mid-step leaves its step programs running (they outlive the engine); the resumed `up`'s run
     of the same step waits for it and then replays its receipt instead of working a second time."""
     code = (
-        f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+        "import sys, time; from pathlib import Path; "
         "from model.rundir import RunDir; "
         "from model.step_inputs import TaskInputs; from scripts.lib.step import run_step; from model import steps; "
         "from tests.scripts.test_records import Value; "

@@ -29,6 +29,7 @@ from programbench.utils.load_data import load_all_instances
 
 from model import steps
 from model.profile import Profile
+from model.project import ROOT
 from model.records import (
     BaselineSeedResult,
     EvaluateResult,
@@ -53,7 +54,6 @@ from tests.conftest import require
 from tests.scripts.conftest import LEADERBOARD as FIXTURES
 from tests.scripts.conftest import leaderboard_tasks
 
-ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = Path(programbench.__file__).parent / "data" / "test_runs"
 DEMO_TASK = "testorg__calculator.abc1234"
 T0 = 1_795_000_000.0  # 2026-11-18, the first ramp start of the runs built here

@@ -42,6 +42,7 @@ from model import addressing, contract
 from model.checkout import SHARED_IMAGES, WORKER_IMAGE
 from model.contract import ADMIN_USER, TEAM_ORG
 from model.profile import Profile, parse_profile
+from model.project import ROOT
 from model.records import Receipt, Wake, WakeResult
 from model.roles import HTTP_PORT, ROLES, secret_key, secret_setting, spec
 from model.rundir import ProfileDir, RunDir
@@ -56,7 +57,6 @@ from scripts.lib.step import now, write_atomic
 from scripts.setup import calculator, copilot_cli, demo_images, service_images
 from tests.scripts.conftest import kicked_off
 
-ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "stacks" / "demo"
 TASK = calculator.TASK
 SLUG = contract.task_slug(TASK)
@@ -1177,8 +1177,8 @@ def test_no_model_credential_reaches_a_worker_and_archives_restore_the_session(s
     )
     assert status["copilot_version"] == COPILOT and status["watchdog_recoveries"] >= 1 and status["turns"] >= 2
     restore = (
-        f"tar -xzf /restore/state.tar.gz -C / && cd /workspace && python3 -c '"
-        'import sys; sys.path.insert(0, "/opt/agensh"); from pathlib import Path; from acp_driver import Acp; '
+        f"tar -xzf /restore/state.tar.gz -C / && cd /workspace && PYTHONPATH=/opt/agensh python3 -c '"
+        "from pathlib import Path; from acp_driver import Acp; "
         'acp = Acp(["copilot", "--acp", "--no-auto-update"], dict(__import__("os").environ), '
         'Path("/tmp/err.log"), lambda p: None, lambda m: {"error": {"code": -32601, "message": "no"}}); '
         'acp.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}}); '

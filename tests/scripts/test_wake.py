@@ -21,8 +21,6 @@ from scripts import wake
 from scripts.lib.step import write_atomic
 from scripts.setup.calculator import BASE_IMAGE
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
 def stopped_workers(base_image: str):

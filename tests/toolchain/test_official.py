@@ -14,18 +14,30 @@ from pathlib import Path
 
 import pytest
 
+from model.project import ROOT
 from tests.conftest import require
 
-ROOT = Path(__file__).resolve().parents[2]
-VERSIONS = dict(line.split("=", 1) for line in (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines()
-                if line and not line.startswith("#"))
+VERSIONS = dict(
+    line.split("=", 1)
+    for line in (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines()
+    if line and not line.startswith("#")
+)
 OFFICIAL = {  # built program -> (version, vendored archive sha256, the upstream Go main module)
-    "pulumi-language-python": (VERSIONS["PULUMI_LANGHOST_VERSION"], VERSIONS["PULUMI_LANGHOST_SHA256"],
-                               "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3"),
-    "pulumi-resource-command": (VERSIONS["PULUMI_COMMAND_VERSION"], VERSIONS["PULUMI_COMMAND_SHA256"],
-                                "github.com/pulumi/pulumi-command/provider/cmd/pulumi-resource-command"),
-    "pulumi-resource-docker": (VERSIONS["PULUMI_DOCKER_VERSION"], VERSIONS["PULUMI_DOCKER_SHA256"],
-                               "github.com/pulumi/pulumi-docker/provider/v5/cmd/pulumi-resource-docker"),
+    "pulumi-language-python": (
+        VERSIONS["PULUMI_LANGHOST_VERSION"],
+        VERSIONS["PULUMI_LANGHOST_SHA256"],
+        "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3",
+    ),
+    "pulumi-resource-command": (
+        VERSIONS["PULUMI_COMMAND_VERSION"],
+        VERSIONS["PULUMI_COMMAND_SHA256"],
+        "github.com/pulumi/pulumi-command/provider/cmd/pulumi-resource-command",
+    ),
+    "pulumi-resource-docker": (
+        VERSIONS["PULUMI_DOCKER_VERSION"],
+        VERSIONS["PULUMI_DOCKER_SHA256"],
+        "github.com/pulumi/pulumi-docker/provider/v5/cmd/pulumi-resource-docker",
+    ),
 }
 
 
@@ -44,14 +56,15 @@ def built(pulumi_cli: str) -> dict[str, list[str]]:
 def test_the_record_names_the_vendored_sources_and_official_modules(built):
     for name, (version, archive, module) in OFFICIAL.items():
         assert built[name][1:3] == [version, archive] and built[name][4] == module, built[name]
-    sources = (ROOT.parent / "shared" / "vendor" / "SOURCES.md")
+    sources = ROOT.parent / "shared" / "vendor" / "SOURCES.md"
     if sources.exists():  # the record's archive checksums are the ones the vendor folder publishes
         assert all(archive in sources.read_text() for _, archive, _ in OFFICIAL.values())
 
 
 def test_installed_plugins_are_the_built_binaries(built, pulumi_cli: str):
-    listed = json.loads(subprocess.run([pulumi_cli, "plugin", "ls", "--json"], capture_output=True, text=True,
-                                       check=True).stdout)
+    listed = json.loads(
+        subprocess.run([pulumi_cli, "plugin", "ls", "--json"], capture_output=True, text=True, check=True).stdout
+    )
     plugins = {p["name"]: p for p in listed if p["kind"] == "resource"}
     for name in ("command", "docker"):
         program = f"pulumi-resource-{name}"
@@ -74,16 +87,23 @@ def test_the_language_host_on_path_is_the_built_one(built, pulumi_cli: str):
 
 def test_the_engine_launches_the_built_language_host(built, pulumi_cli: str, tmp_path: Path):
     """Not only on PATH: the engine's own log says which language host it starts for a Python program."""
-    (tmp_path / "Pulumi.yaml").write_text(f"name: hostcheck\nruntime:\n  name: python\n  options:\n"
-                                          f"    virtualenv: {ROOT / '.venv'}\n")
+    (tmp_path / "Pulumi.yaml").write_text(
+        f"name: hostcheck\nruntime:\n  name: python\n  options:\n    virtualenv: {ROOT / '.venv'}\n"
+    )
     (tmp_path / "__main__.py").write_text("import pulumi\npulumi.export('ok', 1)\n")
     (tmp_path / "state").mkdir()
     env = dict(os.environ, PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}", PULUMI_CONFIG_PASSPHRASE="t")
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
-    subprocess.run([pulumi_cli, "stack", "init", "t", "--non-interactive"], cwd=tmp_path, env=env, check=True,
-                   capture_output=True)
-    out = subprocess.run([pulumi_cli, "preview", "--non-interactive", "-v=9", "--logtostderr"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True)
+    subprocess.run(
+        [pulumi_cli, "stack", "init", "t", "--non-interactive"], cwd=tmp_path, env=env, check=True, capture_output=True
+    )
+    out = subprocess.run(
+        [pulumi_cli, "preview", "--non-interactive", "-v=9", "--logtostderr"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     launched = re.findall(r"Launching plugin 'python' from '([^']+)'", out.stderr)
     assert launched and all(sha256(Path(p)) == built["pulumi-language-python"][3] for p in launched), launched

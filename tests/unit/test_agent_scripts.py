@@ -3,13 +3,9 @@ on conversations shaped as the Copilot CLI sends them (its Responses `input`).""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import agent_scripts  # stacks/demo/standin, on pytest's path (pyproject.toml)
 
 from scripts.lib import activity
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "stacks" / "demo" / "standin"))
-import agent_scripts  # noqa: E402
 
 AGENT = "testorg__calculator.abc1234"
 CONTINUE = "Continue with the task: read the team chat."

@@ -11,9 +11,10 @@ import pytest
 
 from model import checkout
 from model.checkout import AGENT_BASE, DEMO_LOG, KICKOFF, SELFCHECK, SHARED_IMAGES, WORKER_IMAGE, Miss, check
+from model.project import ROOT
 from model.records import Session
 
-DEMO = Path(__file__).resolve().parents[2] / "stacks" / "demo"
+DEMO = ROOT / "stacks" / "demo"
 
 
 @pytest.fixture

@@ -4,18 +4,17 @@ and the preflight together, and no literal of it is written again elsewhere."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from model import contract
 from model.profile import ProfileError, parse_profile
+from model.project import ROOT
 from policies import rules
 from scripts.preflight import check_limits
 from tests.unit.test_policies import C, check, check_stack, platform, worker
 from tests.unit.test_profile import raw
 
-ROOT = Path(__file__).resolve().parents[2]
 # Literals only model/contract.py may spell (the shell scripts installed on hosts carry their own copies).
 LITERALS = [
     "agensh.profile",

@@ -6,11 +6,10 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from pathlib import Path
 
 from model import steps
+from model.project import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 PROGRAMS = {s.program for s in steps.STEPS}
 # used by absolute path from Pulumi state or installed host units, or sourced by users

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from pathlib import Path
 
 from model import contract
 from model.profile import parse_profile
+from model.project import ROOT
 from model.roles import SecretIn, ServiceSpec, secret_key, secret_setting, spec
 from model.topology import Layout
 
-ROOT = Path(__file__).resolve().parents[2]
 PROFILE = {
     "profile": "cohort-w8",
     "run_id": "20261129t101500z",

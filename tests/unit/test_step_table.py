@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from model import steps
+from model.project import ROOT
 from model.rundir import RunDir
 
-ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [
     ROOT / "__main__.py",
     *(p for d in ("components", "model", "policies", "scripts") for p in sorted((ROOT / d).rglob("*.py"))),

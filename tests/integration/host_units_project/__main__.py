@@ -1,14 +1,9 @@
 """HostUnits against a remote systemd host, as the profile chooses it (host_units: remote)."""
 
-import os
-import sys
-
 import pulumi
 
-sys.path.insert(0, os.environ["AGENSH_ROOT"])
-
-from components.host_units import HostUnits  # noqa: E402
-from model.profile import parse_profile  # noqa: E402
+from components.host_units import HostUnits
+from model.profile import parse_profile
 
 cfg = pulumi.Config()
 profile = parse_profile(
