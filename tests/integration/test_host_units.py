@@ -36,7 +36,6 @@ def project(tmp_path: Path, systemd_host, pulumi_engine: str):
         os.environ,
         PULUMI_BACKEND_URL=f"file://{tmp_path / 'state'}",
         PULUMI_CONFIG_PASSPHRASE="t",
-        AGENSH_ROOT=str(ROOT),
     )
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     made: list[str] = []
