@@ -1,10 +1,15 @@
 """The experiment's steps as command resources: each runs one program of `scripts/` with its typed inputs as JSON.
 
+A step's commands name the step alone, `bash scripts/step.sh <step>` from the project (model/steps.py: LAUNCHER),
+never an interpreter or a program's file: those are in every stack's state, and a change there runs the step again.
+
 Which state decides whether a step runs again (one place for the two layers):
 1. Pulumi's state decides whether the command resource is created (the program runs) at all. A step runs on the
-   first `up`, again when its create command, its inputs (`AGENSH_INPUT`, the secrets' values) or its `triggers`
-   change (each is a replacement), and again when its last create failed. A gate of the launch
-   (`once_per_run`: preflight, the first manifest) ignores input changes and runs again only for a new run id.
+   first `up`; again when its `triggers` change (a replacement: the new resource runs the program, then the old
+   one's delete command, if it has one); again when any other input changes, its commands, `dir` or environment
+   (`AGENSH_INPUT`, the secrets' values): pulumi-command's update runs the new create command and deletes nothing;
+   and again when its last create failed. A gate of the launch (`once_per_run`: preflight, the first manifest)
+   ignores changes of its environment and runs again only for a new run id.
 2. The receipt in the run directory decides whether a program that runs does the work again: a receipt with
    status `ok` and the same inputs digest (its inputs, plus the content digest of a file another step wrote,
    where it reads one: the submission, the eval JSON, the result index) is printed again and nothing is done.
@@ -16,7 +21,6 @@ the last stdout line (captured as the resource's `stdout`, never logged).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,7 +34,7 @@ from model.steps import StepDef, known, receipt_from_stdout
 
 
 class Step(local.Command):
-    """`python -m scripts.<program> [args]` with AGENSH_INPUT (JSON, no secrets) and secrets as their own env."""
+    """`bash scripts/step.sh <step>` with AGENSH_INPUT (JSON, no secrets) and secrets as their own env."""
 
     def __init__(
         self,
@@ -61,8 +65,8 @@ class Step(local.Command):
         )
         super().__init__(
             f"{prefix}-{step.suffix}",
-            create=f"{self.python()} -m {step.module} {step.args}".strip(),
-            delete=f"{self.python()} -m {step.module} {step.delete}" if step.delete else None,
+            create=step.create_command,
+            delete=step.delete_command,
             dir=str(ROOT),
             environment={"AGENSH_INPUT": payload, "PYTHONUNBUFFERED": "1", **(env or {}), **(secrets or {})},
             logging=local.Logging.STDERR,
@@ -74,8 +78,3 @@ class Step(local.Command):
     def receipt(self) -> pulumi.Output[Receipt[Any] | None]:
         """The receipt the step printed (None in preview)."""
         return self.stdout.apply(lambda s: receipt_from_stdout(self.step, s))
-
-    @staticmethod
-    def python() -> str:
-        """The project's interpreter (the program runs in its virtualenv)."""
-        return sys.executable

@@ -1,12 +1,14 @@
 """The step table: the one place each step of an experiment is named.
 
-A step is a program of `scripts/` that a command resource runs (`python -m scripts.<program> <args>`, components/
-steps.py) with its typed inputs, and that leaves a typed receipt in the run directory (scripts/lib/step.py). The
-components declare steps from this table, the programs run under it and the readers look receipts up through it,
-so a step cannot be declared, run or read under a name the table does not have (tests/unit/test_step_table.py).
+A step is a program of `scripts/` that a command resource runs (components/steps.py) with its typed inputs, and
+that leaves a typed receipt in the run directory (scripts/lib/step.py). The components declare steps from this table,
+the programs run under it and the readers look receipts up through it, so a step cannot be declared, run or read
+under a name the table does not have (tests/unit/test_step_table.py).
 
-The names are in every running stack's state (a step resource's logical name ends with `resource`, its command
-names `program` and `args`): renaming one re-runs that step in every stack.
+What every running stack's state holds of a step is its `suffix` alone: the end of the resource's logical name, and
+the step's name in the resource's commands, `bash scripts/step.sh <suffix> [--delete]` (LAUNCHER, which runs the
+step's program through this table: scripts/dispatch.py). Renaming a suffix re-runs that step in every stack; a
+program's module, its arguments and the interpreter are in no state, so they can change freely.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from . import step_inputs as si
 from .rundir import RunDir
 
 R = TypeVar("R", bound=r.Record)
+# The one file a step resource's commands name, relative to the project (the resource's `dir`): it stays where it is.
+LAUNCHER = "scripts/step.sh"
 
 
 @dataclass(frozen=True)
@@ -38,11 +42,24 @@ class StepDef:
 
     @property
     def suffix(self) -> str:
+        """The step's name in state: its resource's logical name ends with it, its commands name it (unique)."""
         return self.resource or self.name
 
     @property
     def module(self) -> str:
         return f"scripts.{self.program}"
+
+    @property
+    def create_command(self) -> str:
+        return f"bash {LAUNCHER} {self.suffix}"
+
+    @property
+    def delete_command(self) -> str | None:
+        return f"bash {LAUNCHER} {self.suffix} --delete" if self.delete else None
+
+    def argv(self, delete: bool = False) -> list[str]:
+        """The program's arguments: its create's, or its delete's."""
+        return (self.delete if delete else self.args).split()
 
 
 PROFILE_DATA = StepDef("profile-data", "profile_data", si.ProfileDataInputs, None, args="create", delete="delete")
@@ -102,6 +119,11 @@ STEPS: tuple[StepDef, ...] = (
 )
 # The result model of each receipt name (two steps, the team's shutdown and the baseline's stop, share one).
 RESULTS: dict[str, type[r.Record]] = {s.name: s.result for s in STEPS if s.result is not None}
+
+
+def by_suffix(suffix: str) -> StepDef:
+    """The step a command names (KeyError for a name the table does not have)."""
+    return {s.suffix: s for s in STEPS}[suffix]
 
 
 def known(step: StepDef) -> StepDef:

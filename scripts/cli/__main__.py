@@ -20,6 +20,7 @@ COMMANDS = {
     "report": "report",
     "settings": "settings_table",
     "baseline-from-json": "baseline_from_json",
+    "migrate-steps": "migrate_steps",
 }
 USAGE = "usage: python -m scripts.cli <command> [args]   (python -m scripts.cli <command> --help)"
 

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from components.experiment import Experiment
+from model import steps
 from tests.components.conftest import SECRET_VALUES, secrets, stack_profile
 
 CONTAINER = "docker:index/container:Container"
@@ -239,7 +240,7 @@ def test_step_edges_and_evaluation_overlap(tmp_path: Path, run_program):
     for r in regs.values():  # a component is reached through its children
         if r.urn != urn["experiment-preserve-run"] and r.type not in ("agensh:index:Experiment",) and r.parent:
             assert r.urn in reached or any(c.parent == r.urn and c.urn in reached for c in regs.values()), r.name
-    assert "scripts.preserve guard" in regs["experiment-preserve-run"].inputs["delete"]
+    assert regs["experiment-preserve-run"].inputs["delete"] == steps.PRESERVE_RUN.delete_command  # the guard
     copy = json.loads(unsecret(regs[f"{a}-preserve"].inputs["environment"])["AGENSH_INPUT"])
     assert copy["copy_dir"].endswith(f"/{profile.profile}.{profile.run_id}") and len(copy["archive_dirs"]) == 8
     # secrets travel as their own environment entries, never in AGENSH_INPUT

@@ -1,4 +1,4 @@
-"""Every step the components declare is one of the table's (model/steps.py), under its own name and program."""
+"""Every step the components declare is one of the table's (model/steps.py), under its own name and commands."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.components.conftest import secrets, stack_profile
 
 
 def test_every_declared_step_is_the_tables(tmp_path: Path, run_program):
-    """Every command resource of a team, a baseline and a swarm runs a program of the table under its own name."""
+    """Every command resource of a team, a baseline and a swarm that runs a step names it by its own name alone."""
     declared = set()
     for stack, over in (("cohort-w8", {}), ("baseline-pandoc", {}), ("cohort-w120-swarm", {"host_units": "off"})):
         profile = stack_profile(stack, tmp_path / stack, **over)
@@ -20,14 +20,16 @@ def test_every_declared_step_is_the_tables(tmp_path: Path, run_program):
         )
         for reg in regs.values():
             create = reg.inputs.get("create", "") if reg.type == "command:local:Command" else ""
-            if " -m scripts." not in create:
+            if steps.LAUNCHER not in create:
                 continue
-            module_args = create.split(" -m ", 1)[1]
             match = [
                 s
                 for s in steps.STEPS
-                if f"{s.module} {s.args}".strip() == module_args and reg.name.endswith(f"-{s.suffix}")
+                if create == s.create_command
+                and reg.inputs.get("delete") == s.delete_command
+                and reg.name.endswith(f"-{s.suffix}")
             ]
             assert len(match) == 1, (reg.name, create)
+            assert reg.inputs["dir"] == str(ROOT)
             declared.add(match[0])
     assert declared == set(steps.STEPS)

@@ -34,6 +34,8 @@ NAMES = {s.name for s in steps.STEPS} | {s.suffix for s in steps.STEPS}
 def test_names_are_unique_and_every_program_exists():
     keys = [(s.program, s.args) for s in steps.STEPS]
     assert len(set(keys)) == len(keys)
+    # the name a step's commands and its resource carry in state
+    assert len({s.suffix for s in steps.STEPS}) == len(steps.STEPS)
     # one receipt name per result model, except the team's shutdown and the baseline's stop, which share one
     by_name = {}
     for s in steps.STEPS:
@@ -71,7 +73,10 @@ def test_no_step_is_named_outside_the_table():
             if (
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
-                and any(f"-m {s.module} {s.args}".strip() in node.value for s in steps.STEPS)
+                and any(
+                    f"-m {s.module} {s.args}".strip() in node.value or f"{steps.LAUNCHER} {s.suffix}" in node.value
+                    for s in steps.STEPS
+                )
             ):
                 problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: a step command in {node.value[:60]!r}")
             if (

@@ -1,0 +1,151 @@
+"""migrate-steps: move a profile's stacks to the step commands that name the step alone, without running anything.
+
+    .venv/bin/python -m scripts.cli migrate-steps STACK [--dry-run]
+
+Before the step launcher (scripts/step.sh), a step resource's `create` was `<interpreter> -m scripts.<program>
+<args>` and its `delete` the same with the delete's argument (LEGACY). pulumi-command takes a changed `create` or
+`delete` as an update, and its update runs the new create command: the first `up` after upgrading would run every
+completed step once more (each replaying its receipt), and the state would keep an interpreter's path until then.
+This rewrites those two inputs, in the inputs and the outputs the state holds of every step resource of every stack
+of the profile (its part stacks too), to the step's commands of today (model/steps.py), through `pulumi stack
+export` and `pulumi stack import`: the engine then finds nothing changed and runs nothing, and a later destroy runs
+the new delete commands. Nothing else in the state changes; the backend keeps the state before the import (a file
+backend as `<stack>.json.bak` beside it). Run it once, while no update runs (the import takes the stack's lock);
+again it finds nothing to change. A stack with pending operations (an update killed and not yet resumed) is refused:
+the import would drop them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from model import contract, steps
+from model.project import ROOT
+from scripts.cli.destroy import destroy_order
+
+# A step's command of before: `<interpreter> -m <call>`, the interpreter any path.
+LEGACY_COMMAND = re.compile(r"(?P<python>.+) -m (?P<call>scripts\.\w+(?: [\w-]+)?)")
+# Every `<call>` the step resources ran before the launcher -> (the step's suffix, whether it is the delete). Frozen:
+# the programs may move since, and these are what stacks made then hold.
+LEGACY: dict[str, tuple[str, bool]] = {
+    "scripts.profile_data create": ("profile-data", False),
+    "scripts.profile_data delete": ("profile-data", True),
+    "scripts.swarm_nodes create": ("nodes", False),
+    "scripts.swarm_nodes delete": ("nodes", True),
+    "scripts.preflight host": ("preflight-host", False),
+    "scripts.manifest start": ("manifest-start", False),
+    "scripts.preflight model": ("preflight-model", False),
+    "scripts.preflight platform": ("preflight-platform", False),
+    "scripts.seed": ("seed", False),
+    "scripts.wake": ("wake", False),
+    "scripts.kickoff": ("kickoff", False),
+    "scripts.export": ("export", False),
+    "scripts.reminders": ("reminders", False),
+    "scripts.nudges": ("nudges", False),
+    "scripts.shutdown": ("shutdown", False),
+    "scripts.baseline seed": ("baseline-seed", False),
+    "scripts.baseline stop": ("baseline-stop", False),
+    "scripts.evaluate": ("evaluate", False),
+    "scripts.score": ("score", False),
+    "scripts.preserve task": ("preserve", False),
+    "scripts.manifest finish": ("manifest-finish", False),
+    "scripts.report step": ("report", False),
+    "scripts.preserve run": ("preserve-run", False),
+    "scripts.preserve guard": ("preserve-run", True),
+}
+COMMAND_TYPE = "command:local:Command"
+
+
+def current(urn: str, command: str) -> str | None:
+    """Today's command for a step's command of before, or None when `command` is not one (left as it is)."""
+    m = LEGACY_COMMAND.fullmatch(command)
+    if not m or m["call"] not in LEGACY:
+        return None
+    suffix, delete = LEGACY[m["call"]]
+    if not urn.endswith(f"-{suffix}"):  # a command resource of another kind that happens to look like a step's
+        return None
+    step = steps.by_suffix(suffix)
+    return step.delete_command if delete else step.create_command
+
+
+def rewrite(deployment: dict[str, Any]) -> list[str]:
+    """Every step command of before in an exported deployment replaced by today's, in place; one line per change."""
+    changed = []
+    for res in deployment["deployment"].get("resources") or []:
+        if res.get("type") != COMMAND_TYPE:
+            continue
+        for field in ("create", "delete"):
+            old = (res.get("inputs") or {}).get(field)
+            new = current(res["urn"], old) if isinstance(old, str) else None
+            if new is None:
+                continue
+            for props in (res["inputs"], res.get("outputs") or {}):
+                if props.get(field) == old:
+                    props[field] = new
+            changed.append(f"{res['urn'].rsplit('::', 1)[-1]} {field}: {old} -> {new}")
+    return changed
+
+
+def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["pulumi", *args, "--non-interactive"], cwd=ROOT, capture_output=True, text=True)
+
+
+def migrate(stack: str, dry_run: bool) -> bool:
+    """One stack: True once its state holds no step command of before."""
+    exported = pulumi("stack", "export", "-s", stack)
+    if exported.returncode != 0:
+        print(f"migrate-steps: {stack}: pulumi stack export: {exported.stderr.strip()}", file=sys.stderr)
+        return False
+    deployment = json.loads(exported.stdout)
+    changed = rewrite(deployment)
+    for line in changed:
+        print(f"migrate-steps: {stack}: {line}")
+    pending = deployment["deployment"].get("pending_operations") or []
+    if changed and pending:
+        print(
+            f"migrate-steps: {stack}: {len(pending)} pending operations of an interrupted update, which an import "
+            f"would drop: resume it to its end with the checkout it started from, or forget them (`pulumi refresh -s "
+            f"{stack} --clear-pending-creates`), then migrate",
+            file=sys.stderr,
+        )
+        return False
+    if not changed or dry_run:
+        print(f"migrate-steps: {stack}: " + ("nothing to change" if not changed else "not changed (--dry-run)"))
+        return True
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=f"{stack}.") as f:  # mode 600
+        json.dump(deployment, f)
+        f.flush()
+        imported = pulumi("stack", "import", "-s", stack, "--file", f.name)
+    if imported.returncode != 0:
+        print(f"migrate-steps: {stack}: pulumi stack import: {imported.stderr.strip()}", file=sys.stderr)
+        return False
+    print(f"migrate-steps: {stack}: {len(changed)} step commands now name their step")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m scripts.cli migrate-steps", description=__doc__.splitlines()[0])
+    ap.add_argument("stack", help="the profile's stack (its part stacks go with it)")
+    ap.add_argument("--dry-run", action="store_true", help="list what would change, change nothing")
+    args = ap.parse_args(argv)
+    if not contract.PROFILE_RE.fullmatch(args.stack):
+        ap.error(f"not a profile's stack: {args.stack!r} (a part stack goes with its profile's)")
+    listed = pulumi("stack", "ls", "--json")
+    if listed.returncode != 0:
+        print(f"migrate-steps: pulumi stack ls: {listed.stderr.strip()}", file=sys.stderr)
+        return 2
+    stacks = destroy_order(args.stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
+    if not stacks:
+        print(f"migrate-steps: no stack {args.stack} or part of it", file=sys.stderr)
+        return 2
+    return 0 if all([migrate(stack, args.dry_run) for stack in stacks]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""dispatch: run a step by its name in the table (model/steps.py), as scripts/step.sh asks.
+
+    bash scripts/step.sh <step> [--delete]      (from the project; the engine runs it as a step resource's command)
+
+The step's program runs as `python -m scripts.<program> <args>` would run it (its own module as `__main__`, its
+arguments in `sys.argv`), with `--delete` its delete's arguments. The program's module and arguments are read here,
+from the table, and nowhere in any stack's state: a program can move with a change to the table alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+
+from model import steps
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="bash scripts/step.sh", description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "step", choices=[s.suffix for s in steps.STEPS], metavar="STEP", help="the step's name (its suffix)"
+    )
+    ap.add_argument("--delete", action="store_true", help="the step's undo, run by `pulumi destroy`")
+    a = ap.parse_args(argv)
+    step = steps.by_suffix(a.step)
+    if a.delete and not step.delete:
+        ap.error(f"{a.step} has nothing to undo")
+    sys.argv = [step.module, *step.argv(a.delete)]
+    runpy.run_module(step.module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
