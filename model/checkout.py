@@ -3,8 +3,10 @@
 A researcher brings their own checkout, so what the project needs from it is said in one place: the Dockerfiles and
 the build arguments the project passes them, the prompts the steps read, the self-check and its answer, how a worker
 reports its session (the activity report), the silence watchdog's setting and where a worker seals its archive.
-`check` reads a checkout against it, files only (nothing of the checkout runs), for `scripts.cli check-checkout` and
-the preflight; docs/checkout.md explains it to a checkout's author. `VERSION` is recorded in every run's manifest.
+Where a checkout may choose (its activity report and self-check) it picks a named convention, `CONVENTIONS`, which
+its profile names in `checkout_convention`. `check` reads a checkout against it, files only (nothing of the checkout
+runs), for `scripts.cli check-checkout` and the preflight; docs/checkout.md explains it to a checkout's author.
+`VERSION` is recorded in every run's manifest.
 
 Pure Python, no Pulumi.
 """
@@ -16,6 +18,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from .contract import PREFIX
 
@@ -115,9 +120,6 @@ class SelfCheck:
         return " ".join(self.answer)
 
 
-SELFCHECK = SelfCheck("pbench-selfcheck", ("board=True", "copilot=yes"))
-
-
 @dataclass(frozen=True)
 class Counted:
     """The event kinds a session's summary counts, by the field of `model.records.Session` each is counted in."""
@@ -133,26 +135,48 @@ class Counted:
 class ActivityReport:
     """How a worker reports its ACP session, and where the project reads it: the kickoff (each session's Copilot CLI
     version, its own `agentInfo.version`), the nudges and `status` (when it last did something), the shutdown and a
-    baseline's stop (the events kept and summarised), the report."""
+    baseline's stop (the events kept and summarised), the report. `scripts/lib/activity.py` has one reader per
+    report; nothing else reads the events."""
 
     name: str
-    where: str  # where the project reads the events
-    prefix: str  # one event per line: the prefix, then a JSON object with `kind`
+    where: str  # where the project reads the events, in words
+    file: str | None  # the file in the worker holding the events (absolute); None: the container's log
+    prefix: str  # one event per line: the prefix (may be empty), then a JSON object
+    kind: str  # an event's field holding its kind
     at: str  # an event's field holding its time
     version_event: str  # the kind of the event carrying the CLI's version ...
     version_field: str  # ... and its field
+    sign: str  # a text some file of the worker images' context holds when it writes this report
     counted: Counted
 
 
 DEMO_LOG = ActivityReport(
     name="demo-log",
     where="the worker's container log (`docker logs`, on a swarm `docker service logs`)",
+    file=None,
     prefix="activity ",
+    kind="kind",
     at="at",
     version_event="session",
     version_field="copilot_version",
+    sign="activity {",
     counted=Counted(
         prompts="prompt", turns="turn_end", tool_calls="tool_call", watchdog="watchdog", errors="prompt_error"
+    ),
+)
+WORKER_HOME = "/home/agent"  # the worker image's HOME (a file report lives in it, and is archived with it)
+CC_LOG = ActivityReport(
+    name="cc-log",
+    where=f"the file {WORKER_HOME}/.agensh/cc.log in the worker (copied out with `docker cp`, running or stopped)",
+    file=f"{WORKER_HOME}/.agensh/cc.log",
+    prefix="",
+    kind="type",
+    at="ts",
+    version_event="session_start",
+    version_field="cli_version",
+    sign="cc.log",
+    counted=Counted(
+        prompts="user_prompt", turns="turn_complete", tool_calls="tool_use", watchdog="watchdog", errors="error"
     ),
 )
 
@@ -167,6 +191,39 @@ class Watchdog:
 
 
 SILENCE = Watchdog(router_env="MINI_ROUTER_STUCK_MS", worker_env="ACP_SILENCE_MS")
+
+
+@dataclass(frozen=True)
+class Convention:
+    """What a checkout chooses where the contract allows a choice (the profile's `checkout_convention` names one):
+    its activity report and its self-check. (Which side holds the silence watchdog needs no choice: both get its
+    setting, `SILENCE`.)"""
+
+    name: str
+    report: ActivityReport
+    selfcheck: SelfCheck
+
+
+CONVENTIONS = {
+    c.name: c
+    for c in (
+        Convention("demo", DEMO_LOG, SelfCheck("pbench-selfcheck", ("board=True", "copilot=yes"))),  # stacks/demo
+        Convention(  # the second test checkout's (tests/checkouts/cc_log)
+            "cc-log", CC_LOG, SelfCheck("agensh-selfcheck", ("selfcheck=ok", "cli=present"))
+        ),
+    )
+}
+DEFAULT_CONVENTION = "demo"
+
+
+def convention(name: str) -> Convention:
+    """The convention of that name; ValueError naming the known ones (the profile's and the steps' validation)."""
+    if name not in CONVENTIONS:
+        raise ValueError(f"unknown checkout convention {name!r}; the contract knows {', '.join(sorted(CONVENTIONS))}")
+    return CONVENTIONS[name]
+
+
+ConventionName = Annotated[str, AfterValidator(lambda name: convention(name).name)]
 
 
 @dataclass(frozen=True)
@@ -232,17 +289,18 @@ def image_misses(root: Path, image: Image) -> list[Miss]:
     ]
 
 
-def worker_misses(root: Path, report: ActivityReport) -> list[Miss]:
+def worker_misses(root: Path, conv: Convention) -> list[Miss]:
     """The self-check and the activity report, as far as the worker images' files show them."""
-    folder, cmd = root / WORKER_FILES, SELFCHECK.command
+    folder, selfcheck, report = root / WORKER_FILES, conv.selfcheck, conv.report
+    cmd = selfcheck.command
     found = list(files(folder)) if folder.is_dir() else []
     out = []
     if not any(p.name == cmd for p in found):
         out.append(
             Miss(
                 f"{WORKER_FILES}/",
-                f"no file {cmd}: the worker images' self-check, which the preflight runs in each of them and which "
-                f"must print `{SELFCHECK.line}`",
+                f"no file {cmd}: the worker images' self-check of the {conv.name} convention, which the preflight "
+                f"runs in each of them and which must print `{selfcheck.line}`",
             )
         )
     dockerfiles = [f for f in (AGENT_BASE.dockerfile, WORKER_IMAGE.dockerfile) if (root / f).is_file()]
@@ -254,22 +312,24 @@ def worker_misses(root: Path, report: ActivityReport) -> list[Miss]:
                 f"(e.g. `COPY bin/{cmd} /usr/local/bin/`)",
             )
         )
-    if not any(holds(p, report.version_field) for p in found):
+    if not any(holds(p, report.sign) for p in found):
+        line = f"`{report.prefix}{{json}}`" if report.prefix else "JSON"
         out.append(
             Miss(
                 f"{WORKER_FILES}/",
-                f"no file writes `{report.version_field}`: in the {report.name} activity report each worker prints "
-                f"its session's events, one `{report.prefix}{{json}}` line each, to {report.where}, and its "
+                f"no file holds `{report.sign}`: in the {report.name} activity report of the {conv.name} convention "
+                f"each worker writes its session's events, one {line} line each, to {report.where}, and its "
                 f"`{report.version_event}` event carries the Copilot CLI's version in `{report.version_field}`",
             )
         )
     return out
 
 
-def check(root: Path, baseline: bool = False, report: ActivityReport = DEMO_LOG) -> list[Miss]:
-    """Every miss of a checkout against the contract, read from its files only: nothing of the checkout runs."""
+def check(root: Path, baseline: bool = False, conv: Convention = CONVENTIONS[DEFAULT_CONVENTION]) -> list[Miss]:
+    """Every miss of a checkout against the contract with its convention, read from its files only: nothing of the
+    checkout runs."""
     if not root.is_dir():
         return [Miss(str(root), "not a directory: the Agensh checkout")]
     misses = [m for image in (*shared_images(baseline), WORKER_IMAGE) for m in image_misses(root, image)]
     misses += [Miss(p.path, f"missing: {p.read_by}") for p in PROMPTS if not (root / p.path).is_file()]
-    return misses + worker_misses(root, report)
+    return misses + worker_misses(root, conv)

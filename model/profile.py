@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import addressing, catalog, contract, placement
-from .checkout import SHARED_IMAGES
+from .checkout import CONVENTIONS, DEFAULT_CONVENTION, SHARED_IMAGES, ConventionName
 from .placement import SwarmSettings
 from .roles import ROLES
 from .rundir import ProfileDir
@@ -102,6 +102,11 @@ class Profile(BaseModel):
 
     # Images (docs/requirements.md R10, 15-19)
     agensh_checkout: str = Field(description="Agensh checkout; relative paths resolve against the project")
+    checkout_convention: ConventionName = Field(
+        DEFAULT_CONVENTION,
+        description=f"The checkout's conventions (activity report, self-check): one of {', '.join(CONVENTIONS)} "
+        "(docs/checkout.md)",
+    )
     agent_image_tag: str = Field("pbench", description="AGENT_IMAGE_TAG of every omcgitea-agent-<slug> image")
     agent_base_image: str = Field(SHARED_IMAGES["agent-base"].tag, description="Worker base image")
     mini_router_image: str = Field(SHARED_IMAGES["mini-router"].tag, description="MINI_ROUTER_IMAGE")
@@ -465,6 +470,15 @@ def check(p: Profile) -> list[tuple[str, str]]:
             break
     if p.stacks == "per-task" and p.engine == "swarm":
         out.append(("stacks", "per-task stacks run on one Docker host; a swarm profile runs as one stack"))
+    report = CONVENTIONS[p.checkout_convention].report
+    if report.file and p.engine == "swarm":
+        out.append(
+            (
+                "checkout_convention",
+                f"{p.checkout_convention}: its activity report is a file the project copies out of a container of "
+                "this host, and a swarm's workers run on other nodes; use a convention whose report is the log",
+            )
+        )
     out += _check_subnets(p)
     out += placement.problems(p)
     return out

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from model.checkout import DEFAULT_CONVENTION, ConventionName
 from model.contract import READY_TIMEOUT_S
 
 
@@ -42,6 +43,7 @@ class PreflightHostInputs(Inputs):
     copilot_version: str  # the profile's pin: each worker image's `copilot --version` must say it
     revisioned_images: list[str]
     checkout: str  # the Agensh checkout, read against the checkout contract (model/checkout.py)
+    convention: ConventionName = DEFAULT_CONVENTION  # the profile's checkout_convention: the check, the self-check
     baseline: bool  # a baseline's checkout needs fewer images
     checkout_revision: str | None
     subnets: list[str]
@@ -129,6 +131,7 @@ class KickoffInputs(MattermostInputs):
     workers: dict[str, str]  # container (or service) name -> agent id: each session's CLI version is checked
     copilot_version: str
     services: bool = False
+    convention: ConventionName = DEFAULT_CONVENTION  # the profile's checkout_convention: how sessions report
 
 
 class RemindersInputs(MattermostInputs):
@@ -142,6 +145,7 @@ class NudgesInputs(MattermostInputs):
     services: bool = False  # swarm: the workers are services (their logs through the manager)
     platform: list[str] = Field(default_factory=list)  # the long-running platform containers, restarted if found dead
     routers: dict[str, str] = Field(default_factory=dict)  # worker -> its router, restarted before it if found dead
+    convention: ConventionName = DEFAULT_CONVENTION  # the profile's checkout_convention: when a worker last reported
 
 
 class NodeArchive(BaseModel):
@@ -160,6 +164,7 @@ class ShutdownInputs(TaskInputs):
     routers: list[str]
     services: bool = False  # swarm: workers and routers are services (scaled to 0; the grace is their stop period)
     collect: dict[str, NodeArchive] = Field(default_factory=dict)  # swarm: worker name -> its archive on its node
+    convention: ConventionName = DEFAULT_CONVENTION  # the profile's checkout_convention: each session's events
 
 
 class NodeDirs(BaseModel):
@@ -221,3 +226,4 @@ class BaselineStopInputs(TaskInputs):
     sidecar: str
     archive_dir: str
     grace_s: int
+    convention: ConventionName = DEFAULT_CONVENTION  # the profile's checkout_convention: the session's events

@@ -3,11 +3,11 @@
 `seed`: the task's starting workspace (from the cleanroom image, without the reference binary) becomes a Git
 repository on the host, mounted into the worker; writes `provenance.json` and `status.json`.
 `stop` (at the deadline): stops the snapshot sidecar, gives the worker the archive grace to seal its archive (verified),
-keeps its log as the native activity log `cc.log` (its ACP driver's session activity; the session is summarised in the
-receipt), commits what remains, and exports the committed HEAD as the submission. The workspace belongs to the agent:
-every Git command on it runs in the agent's own sandbox (`gitops.sandbox_git`), never as root on the host. Unlike a
-team, work done while stopping can enter the submission (the seed's documented difference). Lifecycle states in
-`status.json`: seeded, running, stopping, exported (or export_failed).
+keeps its native activity log as `cc.log` (what its activity report is read from: its container log, or its file;
+the session is summarised in the receipt), commits what remains, and exports the committed HEAD as the submission.
+The workspace belongs to the agent: every Git command on it runs in the agent's own sandbox (`gitops.sandbox_git`),
+never as root on the host. Unlike a team, work done while stopping can enter the submission (the seed's documented
+difference). Lifecycle states in `status.json`: seeded, running, stopping, exported (or export_failed).
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
     docker_stop([a.sidecar], ROUTER_GRACE_S)
     docker_stop([a.worker], a.grace_s)
     archive = verify(Path(a.archive_dir))
-    log = subprocess.run(["docker", "logs", a.worker], capture_output=True, text=True)
-    rd.activity_log.write_text(log.stdout + log.stderr)
-    session = activity.session(activity.parse(log.stdout))
+    read = activity.reader(a.convention)
+    native = read.native(a.worker)
+    rd.activity_log.write_text(native)
+    session = read.session(read.parse(native))
     git("add", "-A")
     if git("status", "--porcelain"):
         git("commit", "-q", "-m", "final: remaining changes after stop")

@@ -20,7 +20,7 @@ from model import steps
 from model.records import KickoffResult, WakeResult
 from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import KickoffInputs
-from scripts.lib.activity import wait_for_sessions
+from scripts.lib.activity import reader, wait_for_sessions
 from scripts.lib.chat import post_to_team
 from scripts.lib.step import StepFailed, iso, step_main, wait_until
 
@@ -34,12 +34,13 @@ def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
     start = woke.ramp_start_epoch
     deadline = start + a.budget_s
     wait_until(start + a.kickoff_s, "kickoff")
-    sessions = wait_for_sessions(a.workers, a.services, SESSION_WAIT_S)
+    read = reader(a.convention)
+    sessions = wait_for_sessions(read, a.workers, a.services, SESSION_WAIT_S)
     missing = sorted(agent for agent, version in sessions.items() if not version)
     if missing:
         raise StepFailed(
-            f"no Copilot CLI session reported by {', '.join(missing)} within {SESSION_WAIT_S} s "
-            "(see `docker logs` of its worker)"
+            f"no Copilot CLI session reported by {', '.join(missing)} within {SESSION_WAIT_S} s in the "
+            f"{read.report.name} activity report, read from {read.report.where} (see also `docker logs` of its worker)"
         )
     wrong = {agent: v for agent, v in sessions.items() if v != a.copilot_version}
     if wrong:

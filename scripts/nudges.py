@@ -31,7 +31,7 @@ from model import steps
 from model.records import Event, KickoffResult, Nudge, NudgesResult, Restart, WakeResult
 from model.rundir import DATA_ROOT_FULL, RunDir
 from model.step_inputs import NudgesInputs
-from scripts.lib.activity import last_logged
+from scripts.lib.activity import reader
 from scripts.lib.chat import post_to_team
 from scripts.lib.step import StepFailed, mark_data_root_full, progress, step_main
 from scripts.lib.workers import running, start_worker
@@ -83,6 +83,7 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     if kickoff is None or woke is None:
         raise StepFailed("no kickoff receipt: the task never started")
     woken = {w.worker: w.at_epoch for w in woke.wakes}
+    read = reader(a.convention)
     nudged: dict[str, float] = {}  # worker -> last activity already nudged for
     made: list[Nudge] = []
     restarts: list[Restart] = []
@@ -111,7 +112,7 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
                 else:
                     progress(f"nudges: worker {k} is stopped and did not start: {started.stderr.strip()[:100]}")
                 continue
-            logged = last_logged(worker, service=a.services)
+            logged = read.last_active(worker, a.services)
             active = max(filter(None, (logged, woken.get(worker))), default=None)
             if active is None or now - active < a.idle_nudge_s or nudged.get(worker) == active:
                 continue

@@ -71,13 +71,13 @@ def check_host_units(a: PreflightHostInputs) -> str:
 
 def check_checkout(a: PreflightHostInputs) -> str:
     """The checkout against the checkout contract, files only: the misses `scripts.cli check-checkout` names."""
-    misses = checkout.check(Path(a.checkout), a.baseline)
+    misses = checkout.check(Path(a.checkout), a.baseline, checkout.convention(a.convention))
     if misses:
         raise AssertionError(
-            f"the Agensh checkout {a.checkout} does not meet the checkout contract v{checkout.VERSION} "
-            f"(docs/checkout.md): " + "; ".join(map(str, misses))
+            f"the Agensh checkout {a.checkout} does not meet the checkout contract v{checkout.VERSION} with the "
+            f"{a.convention} convention (docs/checkout.md): " + "; ".join(map(str, misses))
         )
-    return f"{a.checkout} meets the checkout contract v{checkout.VERSION}"
+    return f"{a.checkout} meets the checkout contract v{checkout.VERSION} with the {a.convention} convention"
 
 
 def check_images(a: PreflightHostInputs) -> str:
@@ -88,7 +88,7 @@ def check_images(a: PreflightHostInputs) -> str:
 
 
 def check_workers(a: PreflightHostInputs) -> str:
-    selfcheck = checkout.SELFCHECK
+    selfcheck = checkout.convention(a.convention).selfcheck
     for image in a.worker_images:
         out = sh("docker", "run", "--rm", "--network", "none", "--entrypoint", selfcheck.command, image)
         if not all(word in out.stdout for word in selfcheck.answer):

@@ -7,8 +7,8 @@ data root was full while it sealed, and this step failed too; after making room 
 its HOME and workspace in its container: it is started and stopped once more, so it seals anew (one host; the
 submission was exported before this step, so nothing the agent does meanwhile can enter it). The receipt says which
 archives are complete; `archives_complete: false` makes the score step refuse a complete score and keeps cleanup
-from deleting anything. Each worker's session activity (its log's `activity` lines) is kept as `activity.jsonl`
-beside its archive and summarised in the receipt.
+from deleting anything. Each worker's session activity (its events, read as the profile's checkout convention says:
+scripts/lib/activity.py) is kept as `activity.jsonl` beside its archive and summarised in the receipt.
 """
 
 from __future__ import annotations
@@ -97,11 +97,12 @@ def shutdown(a: ShutdownInputs) -> ShutdownResult:
     if not a.services:
         archives |= reseal(a, [n for n, state in archives.items() if state != "ok" and not running(n, False)])
     sessions = {}
+    read = activity.reader(a.convention)
     for name, d in a.workers.items():
-        events = activity.lines(name, a.services)
+        events = read.events(name, a.services)
         if events:
             activity.keep(events, Path(d) / "activity.jsonl")
-        sessions[name] = activity.session(events)
+        sessions[name] = read.session(events)
     stop(a.routers, ROUTER_GRACE_S, a.services)
     bad = {n: s for n, s in archives.items() if s != "ok"}
     progress(

@@ -33,7 +33,7 @@ from model.records import KickoffResult, Ramp, Score, Session, WakeResult, ok_re
 from model.rundir import ProfileDir, RunDir
 from model.stackfiles import load_profile
 from model.topology import Layout
-from scripts.lib.activity import Follower, epoch, last_logged
+from scripts.lib.activity import Follower, epoch, reader
 from scripts.lib.step import held, iso
 
 
@@ -226,7 +226,8 @@ def repo(p: Profile, task: str) -> Repo:
 
 def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusView:
     """`follow` carries the workers' session logs from one refresh to the next (read on, never again whole)."""
-    follow = follow or Follower()
+    read = reader(p.checkout_convention)  # the activity report the profile's checkout writes
+    follow = follow or read.follower()
     rd = RunDir.of(p)
     now = time.time()
     cannot: list[str] = []
@@ -248,7 +249,7 @@ def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusVi
         for c in Layout.of(p).members(task, "worker"):
             d = (docker or {}).get(c.name)
             active = (
-                max(filter(None, (last_logged(c.name), d["started"])), default=None)
+                max(filter(None, (read.last_active(c.name), d["started"])), default=None)
                 if d and d["state"] == "running" and not swarm
                 else None
             )
@@ -349,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         Console().print(render(snapshot(args.stack, p)))
         return 0
     try:
-        follow = Follower()
+        follow = reader(p.checkout_convention).follower()
         with Live(render(snapshot(args.stack, p, follow)), refresh_per_second=1) as live:
             while True:
                 time.sleep(args.every)

@@ -32,6 +32,7 @@ from model.checkout import (
     AGENT_BASE,
     AGENT_BASE_IMAGE,
     COPILOT_VERSION,
+    DEFAULT_CONVENTION,
     PROMPTS_DIR,
     PROMPTS_MOUNT,
     SILENCE,
@@ -45,6 +46,7 @@ from scripts.lib import activity
 from scripts.setup import copilot_cli, demo_images
 
 DEMO = ROOT / "stacks" / "demo"
+READ = activity.reader(DEFAULT_CONVENTION)  # the demo checkout's activity report
 RUN = os.getpid()
 LABEL = f"agensh.bench=agents-{RUN}"
 TASK = "testorg__calculator.abc1234"
@@ -203,7 +205,7 @@ class Bench:
         """Seconds from each container's start to its session's `activity` line."""
         end = time.monotonic() + limit_s
         while True:
-            events = {c: activity.lines(c) for c in names}
+            events = {c: READ.events(c) for c in names}
             ready = {c: next((e for e in ev if e["kind"] == "session"), None) for c, ev in events.items()}
             if all(ready.values()) or time.monotonic() > end:
                 break
@@ -247,7 +249,7 @@ def measure(n: int, seconds: int, image: str, version: str) -> dict[str, float |
                 peak["total"] = max(peak.get("total", 0.0), total)
                 peak["worker"] = max([peak.get("worker", 0.0), *now.values()])
                 time.sleep(SAMPLE_S)
-            turns = sum(activity.session(activity.lines(c)).turns for c in busy)
+            turns = sum(READ.session(READ.events(c)).turns for c in busy)
         finally:
             b.close()
     return {

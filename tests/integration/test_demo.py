@@ -14,7 +14,10 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -144,12 +147,19 @@ def worker_logs(profile: str) -> str:
     )
 
 
-@pytest.fixture
-def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
-    """A copy of the project whose stack `demoit` is the demo profile under its own name, octet and data root, and
-    with private image tags (stand-ins and uncached builds), so runs beside each other never rebuild or remove the
-    images of another (the real Gitea and MariaDB images are keyed by their content and kept)."""
-    profile, octet = f"demoit-{uuid.uuid4().hex[:4]}", free_octet()
+Sandbox = tuple[Path, str, dict[str, str], Callable[..., subprocess.CompletedProcess[str]], Path, Path, Path]
+
+
+@contextmanager
+def demo_sandbox(
+    tmp_path: Path, name: str, checkout: Callable[[Path], object] | None = None, **settings: Any
+) -> Iterator[Sandbox]:
+    """A copy of the project whose stack is the demo profile under its own name, octet and data root, and with
+    private image tags (stand-ins and uncached builds), so runs beside each other never rebuild or remove the images
+    of another (the real Gitea and MariaDB images are keyed by their content and kept). `checkout` makes another
+    checkout in the copy (given the project's folder) before the stack is made; `settings` are the profile's own.
+    Everything labelled with the profile is removed after, also when the test failed."""
+    profile, octet = f"{name}-{uuid.uuid4().hex[:4]}", free_octet()
     standin, mattermost = demo_images.standin_images(profile)
     proj = project_copy(
         tmp_path,
@@ -161,50 +171,60 @@ def demo(tmp_path: Path, pulumi_engine: str, base_image: str):
             llm_upstream=f"http://10.{octet}.255.3:8080",
             data_root=str(tmp_path / "data"),
             traj_root=str(tmp_path / "traj"),
-            mysql_max_connections=MAX_CONNECTIONS,
             uncached=True,
             mattermost_image=mattermost,
+            **settings,
         ),
         standin_image=standin,
     )
-    env = isolated_env(tmp_path, "demo-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
+    if checkout:
+        checkout(proj)
+    env = isolated_env(tmp_path, f"{name}-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
 
     def run(*args: str, check: bool = True, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         out = subprocess.run(args, cwd=proj, env={**env, **(extra or {})}, capture_output=True, text=True)
         assert not check or out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         return out
 
-    run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", profile)
-    shutil.copy(
-        proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json"
-    )  # as scripts/setup/demo.sh does
-    run(
-        sys.executable,
-        "-m",
-        "scripts.cli",
-        "new-stack",
-        profile,
-        "--from",
-        f"stacks/{profile}.profile.yaml",
-        "--env-file",
-        "none",
-        "--set",
-        "host_units=off",
-    )
-    yield proj, profile, env, run, tmp_path / "data" / profile, tmp_path / "traj", tmp_path / "state"
-    subprocess.run(["pkill", "-f", str(proj)], capture_output=True)  # any step program a failed test left running
-    run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
-    run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
-    left = labelled(profile)
-    for kind, cmd in (
-        ("containers", ["rm", "-f"]),
-        ("networks", ["network", "rm"]),
-        ("volumes", ["volume", "rm"]),
-        ("images", ["rmi", "-f"]),
-    ):
-        if left[kind]:
-            subprocess.run(["docker", *cmd, *left[kind]], capture_output=True)
-    subprocess.run(["docker", "rmi", mattermost, standin], capture_output=True)
+    try:
+        run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", profile)
+        shutil.copy(
+            proj / "policies" / "demo.json", proj / "stacks" / f"{profile}.policy.json"
+        )  # as scripts/setup/demo.sh does
+        run(
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "new-stack",
+            profile,
+            "--from",
+            f"stacks/{profile}.profile.yaml",
+            "--env-file",
+            "none",
+            "--set",
+            "host_units=off",
+        )
+        yield proj, profile, env, run, tmp_path / "data" / profile, tmp_path / "traj", tmp_path / "state"
+    finally:
+        subprocess.run(["pkill", "-f", str(proj)], capture_output=True)  # any step program a failed test left running
+        run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
+        run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
+        left = labelled(profile)
+        for kind, cmd in (
+            ("containers", ["rm", "-f"]),
+            ("networks", ["network", "rm"]),
+            ("volumes", ["volume", "rm"]),
+            ("images", ["rmi", "-f"]),
+        ):
+            if left[kind]:
+                subprocess.run(["docker", *cmd, *left[kind]], capture_output=True)
+        subprocess.run(["docker", "rmi", mattermost, standin], capture_output=True)
+
+
+@pytest.fixture
+def demo(tmp_path: Path, pulumi_engine: str, base_image: str) -> Iterator[Sandbox]:
+    with demo_sandbox(tmp_path, "demoit", mysql_max_connections=MAX_CONNECTIONS) as sandbox:
+        yield sandbox
 
 
 def test_demo_resumes_scores_and_cleans_up(demo):

@@ -16,6 +16,7 @@ from model.project import ROOT
 from scripts import preflight, shutdown
 from scripts.setup import calculator
 from scripts.setup.calculator import BASE_IMAGE
+from tests.checkouts import cc_log
 
 PIN = "1.0.78"
 
@@ -221,8 +222,24 @@ def test_preflight_refuses_a_checkout_that_misses_its_contract(base_image: str, 
     misses = check(broken)
     assert [m.file for m in misses] == ["mini-router/Dockerfile", "prompts/kickoff.md"]
     assert receipt["checks"]["checkout"]["detail"] == (
-        f"the Agensh checkout {broken} does not meet the checkout contract v1 (docs/checkout.md): "
-        + "; ".join(map(str, misses))
+        f"the Agensh checkout {broken} does not meet the checkout contract v1 with the demo convention "
+        "(docs/checkout.md): " + "; ".join(map(str, misses))
+    )
+
+
+def test_preflight_reads_the_checkout_and_runs_the_self_check_of_the_profiles_convention(images, tmp_path: Path):
+    """A cc-log checkout meets the contract with its convention; a worker image with the demo's self-check only is
+    refused, naming the convention's command and answer."""
+    run, good, _, _ = images
+    cc = str(cc_log(tmp_path / "cc"))
+    a = inputs(tmp_path, run, checkout=cc, convention="cc-log", worker_images=[good], images=[good])
+    rc, receipt = checks(tmp_path, a)
+    assert rc == 1 and {name for name, c in receipt["checks"].items() if not c["ok"]} == {"workers"}
+    assert receipt["checks"]["checkout"]["detail"] == f"{cc} meets the checkout contract v1 with the cc-log convention"
+    detail = receipt["checks"]["workers"]["detail"]
+    assert (
+        detail.startswith(f"{good}: entrypoint not baked (agensh-selfcheck said ")
+        and "'selfcheck=ok cli=present'" in detail
     )
 
 

@@ -39,7 +39,7 @@ import pytest
 import yaml
 
 from model import addressing, contract
-from model.checkout import SHARED_IMAGES, WORKER_IMAGE
+from model.checkout import DEFAULT_CONVENTION, SHARED_IMAGES, WORKER_IMAGE
 from model.contract import ADMIN_USER, TEAM_ORG
 from model.profile import Profile, parse_profile
 from model.project import ROOT
@@ -900,7 +900,7 @@ def test_bootstrap_registers_the_team(stack: Team):
 
 
 def events(name: str) -> list[dict]:
-    return activity.lines(name)
+    return activity.reader(DEFAULT_CONVENTION).events(name)
 
 
 def tool_outputs(name: str) -> str:

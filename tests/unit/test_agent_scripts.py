@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import agent_scripts  # stacks/demo/standin, on pytest's path (pyproject.toml)
 
+from model.checkout import DEMO_LOG
 from scripts.lib import activity
 
 AGENT = "testorg__calculator.abc1234"
@@ -98,7 +99,7 @@ def test_a_session_is_summarised_from_its_activity_events():
         {"kind": "prompt_error", "at": "t6"},
         {"kind": "turn_end", "at": "t7"},
     ]
-    s = activity.session(events)
+    s = activity.session(DEMO_LOG, events)
     assert (s.copilot_version, s.prompts, s.turns, s.tool_calls, s.watchdog, s.errors) == ("1.0.78", 2, 1, 2, 1, 1)
     assert (s.first_at, s.last_at) == ("t0", "t7")
-    assert activity.session([]).copilot_version is None
+    assert activity.session(DEMO_LOG, []).copilot_version is None

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from model import checkout
-from model.checkout import AGENT_BASE, DEMO_LOG, KICKOFF, SELFCHECK, SHARED_IMAGES, WORKER_IMAGE, Miss, check
+from model.checkout import AGENT_BASE, CONVENTIONS, DEMO_LOG, KICKOFF, SHARED_IMAGES, WORKER_IMAGE, Miss, check
 from model.project import ROOT
 from model.records import Session
+from tests.checkouts import cc_log
 
 DEMO = ROOT / "stacks" / "demo"
+SELFCHECK = CONVENTIONS["demo"].selfcheck
 
 
 @pytest.fixture
@@ -52,7 +54,8 @@ def test_each_miss_is_named(copy: Path):
     assert misses["mini-router/Dockerfile"] == "missing: the Dockerfile of the mini-router image (context mini-router/)"
     assert misses["prompts/kickoff.md"].startswith("missing: the kickoff message")
     assert misses["agent/Dockerfile"].startswith("no line `ARG TASK_IMAGE`: the project passes the task's cleanroom")
-    assert misses["agent/"].startswith("no file pbench-selfcheck: ") and "`board=True copilot=yes`" in misses["agent/"]
+    assert misses["agent/"].startswith("no file pbench-selfcheck: the worker images' self-check of the demo convention")
+    assert "`board=True copilot=yes`" in misses["agent/"]
 
 
 def test_a_self_check_no_dockerfile_installs_is_named(copy: Path):
@@ -66,13 +69,43 @@ def test_a_self_check_no_dockerfile_installs_is_named(copy: Path):
 
 
 def test_the_activity_report_is_read_for_in_the_worker_files(copy: Path):
-    """The demo's driver writes the session's version; a report it does not write is named with its convention."""
-    other = replace(DEMO_LOG, name="cc-log", version_field="agentVersionInHome")
-    (miss,) = check(copy, report=other)
-    assert miss.file == "agent/" and miss.expected.startswith("no file writes `agentVersionInHome`: in the cc-log")
+    """The demo's driver writes its report; a report it does not write is named with its convention."""
+    other = replace(CONVENTIONS["demo"], name="other", report=replace(DEMO_LOG, name="x-log", sign="x.log"))
+    (miss,) = check(copy, conv=other)
+    assert miss.file == "agent/" and miss.expected.startswith("no file holds `x.log`: in the x-log activity report")
     (copy / "agent" / "acp_driver.py").unlink()
     assert [m.file for m in check(copy)] == ["agent/"]
-    assert "`activity {json}`" in check(copy)[0].expected
+    assert "one `activity {json}` line each, to the worker's container log" in check(copy)[0].expected
+
+
+def test_the_cc_log_checkout_meets_the_contract_with_its_convention_only(tmp_path: Path):
+    cc = cc_log(tmp_path / "cc")
+    assert check(cc, conv=CONVENTIONS["cc-log"]) == []
+    assert check(cc, baseline=True, conv=CONVENTIONS["cc-log"]) == []
+    assert [str(m) for m in check(cc)] == [  # the demo's self-check is not in it
+        "agent/: no file pbench-selfcheck: the worker images' self-check of the demo convention, which the preflight "
+        "runs in each of them and which must print `board=True copilot=yes`",
+        "agent/Dockerfile.base and agent/Dockerfile: no line names pbench-selfcheck: one of them must install it into "
+        "the worker image (e.g. `COPY bin/pbench-selfcheck /usr/local/bin/`)",
+    ]
+    assert [m.expected.split(":")[0] for m in check(DEMO, conv=CONVENTIONS["cc-log"])] == [
+        "no file agensh-selfcheck",
+        "no line names agensh-selfcheck",
+        "no file holds `cc.log`",
+    ]
+
+
+def test_the_cc_log_checkout_is_made_from_the_demo_or_says_what_moved(tmp_path: Path):
+    demo = Path(shutil.copytree(DEMO, tmp_path / "demo"))
+    (demo / "agent" / "bin" / "pbench-worker").write_text("#!/bin/sh\nexec python3 /opt/elsewhere.py\n")
+    with pytest.raises(AssertionError, match="pbench-worker no longer holds '/opt/agensh/acp_driver.py'"):
+        cc_log(tmp_path / "cc", demo)
+
+
+def test_a_convention_is_named_or_refused_with_the_known_ones():
+    assert checkout.convention("cc-log").report.file == "/home/agent/.agensh/cc.log"
+    with pytest.raises(ValueError, match="unknown checkout convention 'cc'; the contract knows cc-log, demo"):
+        checkout.convention("cc")
 
 
 def test_a_path_that_is_no_directory():
@@ -85,4 +118,5 @@ def test_arg_lines_as_docker_reads_them():
 
 
 def test_the_counted_kinds_are_fields_of_a_session():
-    assert set(asdict(DEMO_LOG.counted)) <= set(Session.model_fields)
+    for conv in CONVENTIONS.values():
+        assert set(asdict(conv.report.counted)) <= set(Session.model_fields)

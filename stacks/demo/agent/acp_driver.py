@@ -340,6 +340,10 @@ class Driver:
             self.save_status(state="working")
             return
 
+    def stuck(self, silent: float) -> bool:
+        """The silence watchdog: this driver holds it (ACP_SILENCE_MS); a checkout whose router holds it asks there."""
+        return silent >= self.silence_s
+
     def wait(self, q: queue.Queue) -> dict | None:
         assert self.acp is not None
         while True:
@@ -348,7 +352,7 @@ class Driver:
             except queue.Empty:
                 pass
             silent = time.monotonic() - self.acp.last_heard
-            if silent < self.silence_s:
+            if not self.stuck(silent):
                 continue
             self.status["watchdog_recoveries"] += 1
             self.record("watchdog", silent_s=round(silent), action="session/cancel")
