@@ -12,9 +12,13 @@ import shlex
 import pulumi
 from pulumi_command import local, remote
 
+from model.privilege import as_root
 from model.profile import Profile
 from model.project import SCRIPTS
 
+# systemctl and /etc/systemd/system: root, or the user's passwordless sudo (model/privilege.py)
+INSTALL = as_root("sh -s install", "installing the host units (systemctl, /etc/systemd/system)")
+REMOVE = as_root("sh -s remove", "removing the host units (systemctl, /etc/systemd/system)")
 REMOTE_GUARD_EXEC = "/usr/local/libexec/agensh/pbench_reboot_guard.sh"
 HEREDOC_END = "AGENSH_GUARD_SCRIPT_END"
 
@@ -62,8 +66,8 @@ class HostUnits(pulumi.ComponentResource):
                     private_key=ssh_private_key,
                     host_key=profile.ssh_host_key,
                 ),
-                create="sh -s install",
-                delete="sh -s remove",
+                create=INSTALL,
+                delete=REMOVE,
                 stdin=stdin,
                 add_previous_output_in_env=False,
                 opts=child,
@@ -71,8 +75,8 @@ class HostUnits(pulumi.ComponentResource):
         else:
             cmd = local.Command(
                 f"{name}-install",
-                create="sh -s install",
-                delete="sh -s remove",
+                create=INSTALL,
+                delete=REMOVE,
                 stdin=stdin,
                 add_previous_output_in_env=False,
                 opts=child,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -27,7 +26,7 @@ from model import contract, steps
 from model.records import BaselineSeedResult, ShutdownResult
 from model.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
 from model.step_inputs import BaselineSeedInputs, BaselineStopInputs
-from scripts.lib import activity
+from scripts.lib import activity, privilege
 from scripts.lib.gitops import sandbox_git
 from scripts.lib.step import StepFailed, iso, load_inputs, progress, run_step, wait_until, write_atomic
 from scripts.seed import archive_dirs, workspace_from_image
@@ -49,7 +48,7 @@ def seed(a: BaselineSeedInputs) -> BaselineSeedResult:
     if not (ws / ".git").exists():
         ws.mkdir(parents=True, exist_ok=True)
         files = workspace_from_image(a.cleanroom, ws)
-        subprocess.run(["chown", "-R", contract.WORKER_USER, str(ws)], check=True)
+        privilege.run(["chown", "-R", contract.WORKER_USER, str(ws)], "giving the agent its workspace", check=True)
         git("init", "-q", "-b", "main")
         git("add", "-A")
         git("commit", "-q", "--allow-empty", "-m", f"Task {a.task_id}: starting workspace")

@@ -10,7 +10,6 @@ anyway, except a directory agensh did not create, which it never deletes). `make
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from model import contract, steps
 from model.records import ShutdownResult
 from model.rundir import CopyDir, ProfileDir
 from model.step_inputs import ProfileDataInputs
-from scripts.lib import copies  # copies.problems() is the one verification
+from scripts.lib import copies, privilege  # copies.problems() is the one verification
 from scripts.lib.step import load_inputs, now
 
 FORCE = "AGENSH_FORCE_CLEAN"
@@ -86,7 +85,11 @@ def delete(a: ProfileDataInputs, env: Mapping[str, str]) -> int:
     if not pd.path.exists():
         print(f'{{"removed": null, "reason": "{pd.path} does not exist"}}')
         return 0
-    shutil.rmtree(pd.path)
+    try:  # the services and workers own much of it (their own uids)
+        privilege.remove_tree(pd.path, f"deleting {pd.path}, whose files the containers own")
+    except privilege.NotRoot as err:
+        print(f"profile_data: {err}; nothing was deleted", file=sys.stderr)
+        return 1
     # Images replaced by rebuilds during the stack's life are left untagged; they still carry the profile label.
     subprocess.run(
         ["docker", "image", "prune", "-f", "--filter", contract.profile_filter(a.profile)], capture_output=True

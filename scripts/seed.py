@@ -20,6 +20,7 @@ from model.rundir import RUN_FAILED
 from model.step_inputs import CleanroomCopy, SeedInputs
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
+from scripts.lib.privilege import chown
 from scripts.lib.step import StepFailed, progress, step_main
 
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
@@ -44,7 +45,7 @@ def archive_dirs(paths: list[str]) -> None:
     """Workers (the contract's worker uid) seal their archives into these host directories at shutdown."""
     for path in paths:
         Path(path).mkdir(parents=True, exist_ok=True)
-        os.chown(path, contract.WORKER_UID, contract.WORKER_UID)
+    chown(paths, contract.WORKER_UID, contract.WORKER_UID, "making the workers' archive directories theirs")
 
 
 def main_protection(gitea: str, repo: str, auth: tuple[str, str]) -> BranchProtection | None:

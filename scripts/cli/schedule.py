@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from model import contract
+from model.privilege import as_root
 from model.profile import Profile, ProfileError
 from model.project import ROOT
 from model.rundir import RunDir
@@ -198,9 +199,13 @@ def script(settings: dict[str, str]) -> str:
 
 
 def on_target(p: Profile, action: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    """`sh -s <action>` on the host of the profile's host units: here, or over SSH for host_units: remote."""
+    """`sh -s <action>` on the host of the profile's host units: here, or over SSH for host_units: remote; install
+    and remove as root (or through the user's passwordless sudo: /etc/systemd/system, systemctl)."""
+    command = f"sh -s {action}"
+    if action != "status":
+        command = as_root(command, f"{action} of a scheduled launch (systemctl, /etc/systemd/system)")
     if p.host_units != "remote":
-        return subprocess.run(["sh", "-s", action], input=stdin, capture_output=True, text=True)
+        return subprocess.run(["sh", "-c", command], input=stdin, capture_output=True, text=True)
     with tempfile.NamedTemporaryFile("w", prefix="agensh-known-hosts-") as known:  # only the pinned host key
         host = p.ssh_host if p.ssh_port == 22 else f"[{p.ssh_host}]:{p.ssh_port}"
         known.write(f"{host} {p.ssh_host_key}\n")
@@ -221,7 +226,7 @@ def on_target(p: Profile, action: str, stdin: str) -> subprocess.CompletedProces
             "GlobalKnownHostsFile=/dev/null",
             *(["-i", str(Path(p.ssh_key_path).expanduser())] if p.ssh_key_path else []),
             f"{p.ssh_user}@{p.ssh_host}",
-            "sh -s " + action,
+            command,
         ]
         return subprocess.run(cmd, input=stdin, capture_output=True, text=True)
 
