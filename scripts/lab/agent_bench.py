@@ -202,11 +202,14 @@ class Bench:
         return names
 
     def startup(self, names: list[str], limit_s: float = 300) -> list[float]:
-        """Seconds from each container's start to its session's `activity` line."""
+        """Seconds from each container's start to its session's event (the one carrying the CLI's version)."""
         end = time.monotonic() + limit_s
         while True:
             events = {c: READ.events(c) for c in names}
-            ready = {c: next((e for e in ev if e["kind"] == "session"), None) for c, ev in events.items()}
+            report = READ.report
+            ready = {
+                c: next((e for e in ev if e[report.kind] == report.version_event), None) for c, ev in events.items()
+            }
             if all(ready.values()) or time.monotonic() > end:
                 break
             time.sleep(2)
@@ -214,7 +217,7 @@ class Bench:
         for c, e in ready.items():
             if e:
                 started = docker("inspect", "-f", "{{.State.StartedAt}}", c).stdout.strip()
-                out.append(activity.epoch(str(e["at"])) - activity.epoch(started))
+                out.append(activity.epoch(str(e[READ.report.at])) - activity.epoch(started))
         return out
 
     def remove(self, names: list[str]) -> None:
