@@ -1,6 +1,6 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test test-fast lint faults demo demo-destroy destroy down preview up schedule status
+.PHONY: setup test test-fast lint faults demo demo-destroy destroy down check preview up schedule status
 
 setup:
 	@bash scripts/setup/setup.sh
@@ -36,6 +36,12 @@ destroy:
 down:
 	@test -n "$(PROFILE)" || { echo "usage: make down PROFILE=<profile>"; exit 2; }
 	@bash scripts/host/down.sh "$(PROFILE)"
+
+# Every live check of a profile alone (scripts/cli/check.py): images, model, blobs, subnets, ports, host units;
+# nothing is left running and the stack's state is not touched
+check:
+	@test -n "$(STACK)" || { echo "usage: make check STACK=<stack>"; exit 2; }
+	@. scripts/env.sh && .venv/bin/python -m scripts.cli check "$(STACK)"
 
 # The documented preview and launch (scripts/host/launch.sh): the policy pack, with the stack's own numbers
 # (stacks/<stack>.policy.json), checks a preview of the whole stack before anything changes; the preview runs with

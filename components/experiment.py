@@ -12,7 +12,6 @@ while any result lacks its verified copy).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import pulumi
 
 from model import contract, records, steps
 from model import step_inputs as si
-from model.checkout import KICKOFF
+from model.checkout import KICKOFF, revision
 from model.parts import WHOLE, Part
 from model.profile import Profile
 from model.roles import ROLES, operator_url, ready_url, spec
@@ -35,11 +34,6 @@ from .platform import Platform
 from .steps import Step
 from .swarm import Swarm
 from .team import Team
-
-
-def checkout_revision(path: Path) -> str | None:
-    out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return out.stdout.strip() or None
 
 
 class Experiment(pulumi.ComponentResource):
@@ -58,7 +52,7 @@ class Experiment(pulumi.ComponentResource):
         p = profile
         self.name, self.p, self.secrets, self.project_dir, self.part = name, p, secrets, project_dir, part
         self.checkout = p.checkout_path(project_dir)
-        self.revision = checkout_revision(self.checkout)
+        self.revision = revision(self.checkout)
         self.run_dir = str(RunDir.of(p).path)
         self.copy_dir = str(CopyDir.of(p.traj_root, p.profile, p.run_id).path)
         self.layout = layout = Layout.of(p)
@@ -280,25 +274,7 @@ class Experiment(pulumi.ComponentResource):
         preflight = Step(
             name,
             steps.PREFLIGHT_HOST,
-            si.PreflightHostInputs(
-                run_dir=self.run_dir,
-                profile=p.profile,
-                host_units=p.host_units,
-                images=sorted(self.images.by_name),
-                worker_images=[p.worker_image(t) for t in p.tasks],
-                copilot_version=p.copilot_version,
-                revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
-                checkout=str(self.checkout),
-                convention=p.checkout_convention,
-                baseline=p.kind == "baseline",
-                checkout_revision=self.revision,
-                subnets=[str(n) for n in self.layout.networks.values()],
-                networks=sorted(self.layout.network_names.values()),
-                ports=sorted(p.ports.values()),
-                limits=p.limits,
-                tasks=p.tasks,
-                blob_dir=p.eval_blob_dir,
-            ),
+            si.preflight_host(p, self.layout, self.checkout, self.revision),
             self.opts(data, self.networks, self.images, *self.units),
             once_per_run=p.run_id,
             late={"host_units_receipt": self.host_units.receipt} if self.host_units else None,
@@ -326,12 +302,7 @@ class Experiment(pulumi.ComponentResource):
             gate=lambda model_path: Step(
                 name,
                 steps.PREFLIGHT_MODEL,
-                si.PreflightModelInputs(
-                    run_dir=self.run_dir,
-                    model=p.model,
-                    effort=p.reasoning_effort,
-                    proxy_url=operator_url(p, "egress-proxy"),
-                ),
+                si.preflight_model(p),
                 self.opts(*model_path),
                 secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
                 once_per_run=p.run_id,

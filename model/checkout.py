@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -323,6 +324,13 @@ def worker_misses(root: Path, conv: Convention) -> list[Miss]:
             )
         )
     return out
+
+
+def revision(root: Path) -> str | None:
+    """The checkout's Git commit (None outside Git): the label of the images built from it, which the preflight
+    compares with the checkout it finds."""
+    out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or None
 
 
 def check(root: Path, baseline: bool = False, conv: Convention = CONVENTIONS[DEFAULT_CONVENTION]) -> list[Miss]:

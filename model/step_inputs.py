@@ -8,12 +8,18 @@ replays its receipt instead of working again when a receipt with the same inputs
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from model.checkout import DEFAULT_CONVENTION, ConventionName
 from model.contract import READY_TIMEOUT_S
+from model.images import plan
+from model.profile import Profile
+from model.roles import operator_url
+from model.rundir import RunDir
+from model.topology import Layout
 
 
 class Inputs(BaseModel):
@@ -54,10 +60,43 @@ class PreflightHostInputs(Inputs):
     blob_dir: str | None  # where `programbench eval` reads them; None: ProgramBench's store, synced at preflight
 
 
+def preflight_host(p: Profile, layout: Layout, checkout: Path, revision: str | None) -> PreflightHostInputs:
+    """The host phase's inputs from the profile: what `up`'s preflight checks, and `scripts.cli check` before it."""
+    return PreflightHostInputs(
+        run_dir=str(RunDir.of(p).path),
+        profile=p.profile,
+        host_units=p.host_units,
+        images=sorted(i.name for i in plan(p)),
+        worker_images=[p.worker_image(t) for t in p.tasks],
+        copilot_version=p.copilot_version,
+        revisioned_images=[p.image(r) for r in ("mini-router", "board") if p.kind == "team"],
+        checkout=str(checkout),
+        convention=p.checkout_convention,
+        baseline=p.kind == "baseline",
+        checkout_revision=revision,
+        subnets=[str(n) for n in layout.networks.values()],
+        networks=sorted(layout.network_names.values()),
+        ports=sorted(p.ports.values()),
+        limits=p.limits,
+        tasks=p.tasks,
+        blob_dir=p.eval_blob_dir,
+    )
+
+
 class PreflightModelInputs(Inputs):
     model: str
     effort: str
     proxy_url: str
+
+
+def preflight_model(p: Profile) -> PreflightModelInputs:
+    """The model phase's inputs: the profile's model, asked through its egress proxy where the steps reach it."""
+    return PreflightModelInputs(
+        run_dir=str(RunDir.of(p).path),
+        model=p.model,
+        effort=p.reasoning_effort,
+        proxy_url=operator_url(p, "egress-proxy"),
+    )
 
 
 class OneShot(BaseModel):

@@ -11,6 +11,7 @@ from pathlib import Path
 COMMANDS = {
     "new-stack": "new_stack",
     "check-checkout": "check_checkout",
+    "check": "check",
     "launch": "launch",
     "destroy": "destroy",
     "status": "status",

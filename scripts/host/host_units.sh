@@ -4,6 +4,8 @@
 #                           guard script), GUARD_SCRIPT (optional: its content, written to GUARD_EXEC first; remote
 #                           hosts), OWNER (the profile that installs)
 #   sh -s remove < (settings + this script)    OWNER leaves; the last profile to leave removes what agensh installed
+#   sh -s status < (settings + this script)    what install would find, changing nothing (scripts.cli check): the
+#                           receipt's fields, "absent" for a unit install would write
 # The settings come as shell assignments on stdin before the script (components/host_units.py), never through the
 # environment (SSH refuses it without AcceptEnv) nor the command line (the host's process list shows it).
 # Idempotent. A slice or an enabled, working guard already on the host is reused, never overwritten. The units are
@@ -20,21 +22,35 @@ DIR=${STATE_DIR:-/var/lib/agensh}
 STATE=$DIR/host-units.${OWNER:?}.json
 INSTALLED=$DIR/host-units.installed
 
-install() {
-  : "${SLICE_MEMORY_PERCENT:?}" "${GUARD_EXEC:?}"
-  changed=0
-  if [ -f "$SLICE" ]; then
-    slice_state=present
-  else
-    printf '[Unit]\nDescription=pbench team containers (agensh)\n\n[Slice]\nMemoryAccounting=yes\nMemoryMax=%s%%\n' \
-      "$SLICE_MEMORY_PERCENT" >"$SLICE"
-    slice_state=installed; changed=1
-  fi
+# found: slice_state (present or absent) and guard_state (reused when an enabled, working guard is in place, with its
+# GUARD_EXEC; else absent)
+found() {
+  if [ -f "$SLICE" ]; then slice_state=present; else slice_state=absent; fi
   existing_exec=$(sed -n 's/^ExecStart=//p' "$GUARD" 2>/dev/null | head -n 1)
   if [ -n "$existing_exec" ] && systemctl is-enabled --quiet pbench-reboot-guard.service 2>/dev/null \
       && [ -x "${existing_exec%% *}" ]; then
     guard_state=reused; GUARD_EXEC=${existing_exec%% *}
   else
+    guard_state=absent
+  fi
+}
+
+receipt() {
+  memory_max=$(systemctl show -p MemoryMax --value pbench.slice 2>/dev/null || echo unknown)
+  printf '{"slice": "%s", "guard": "%s", "guard_exec": "%s", "slice_memory_max": "%s"}' \
+    "$slice_state" "$guard_state" "${GUARD_EXEC:-}" "$memory_max"
+}
+
+install() {
+  : "${SLICE_MEMORY_PERCENT:?}" "${GUARD_EXEC:?}"
+  changed=0
+  found
+  if [ "$slice_state" = absent ]; then
+    printf '[Unit]\nDescription=pbench team containers (agensh)\n\n[Slice]\nMemoryAccounting=yes\nMemoryMax=%s%%\n' \
+      "$SLICE_MEMORY_PERCENT" >"$SLICE"
+    slice_state=installed; changed=1
+  fi
+  if [ "$guard_state" = absent ]; then
     if [ -n "${GUARD_SCRIPT:-}" ]; then
       mkdir -p "$(dirname "$GUARD_EXEC")"
       printf '%s\n' "$GUARD_SCRIPT" >"$GUARD_EXEC"
@@ -48,9 +64,7 @@ install() {
   [ "$changed" = 0 ] || systemctl daemon-reload
   [ "$guard_state" = reused ] || systemctl enable --quiet pbench-reboot-guard.service
   systemctl start pbench.slice 2>/dev/null || true
-  memory_max=$(systemctl show -p MemoryMax --value pbench.slice 2>/dev/null || echo unknown)
-  receipt=$(printf '{"slice": "%s", "guard": "%s", "guard_exec": "%s", "slice_memory_max": "%s"}' \
-    "$slice_state" "$guard_state" "$GUARD_EXEC" "$memory_max")
+  receipt=$(receipt)
   if [ ! -f "$STATE" ]; then  # a re-install finds the units present: the first receipt says what this owner installed
     printf '%s\n' "$receipt" >"$STATE"
   fi
@@ -95,6 +109,7 @@ remove() {
   echo "removed $units"
 }
 
+if [ "${1:-}" = status ]; then found; receipt; echo; exit 0; fi  # reads only: no state directory, no lock
 mkdir -p "$DIR"
 if command -v flock >/dev/null 2>&1; then  # two profiles installing or removing at once see each other's receipts
   exec 9>"$DIR/host-units.lock"
@@ -103,5 +118,5 @@ fi
 case "${1:-}" in
   install) install ;;
   remove) remove ;;
-  *) echo "usage: $0 install|remove" >&2; exit 2 ;;
+  *) echo "usage: $0 install|remove|status" >&2; exit 2 ;;
 esac

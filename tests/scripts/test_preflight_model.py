@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from scripts import preflight
+from scripts.lib.checks import LISTED
 
 TOKEN = "proxy-credential-of-the-workers"
 
@@ -100,7 +101,7 @@ def test_the_console_shows_the_whole_fix_and_a_long_list_is_shortened(tmp_path: 
     gateway.models = listing(*ids)
     rc, checks = run(tmp_path, gateway, model="openai/gpt-5.6-sol")
     detail = checks["model-list"]["detail"]
-    assert rc == 1 and f"and {len(ids) - preflight.LISTED} more." in detail and "model-150" not in detail
+    assert rc == 1 and f"and {len(ids) - LISTED} more." in detail and "model-150" not in detail
     assert "(did you mean gpt-5.6-sol?)" in detail  # the close match is named even when the list is cut
     console = capsys.readouterr().err
     assert f"preflight: model-list failed: {detail}" in console

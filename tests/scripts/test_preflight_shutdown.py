@@ -14,6 +14,7 @@ import pytest
 from model.checkout import check
 from model.project import ROOT
 from scripts import preflight, shutdown
+from scripts.lib.checks import check_blobs
 from scripts.setup import calculator
 from scripts.setup.calculator import BASE_IMAGE
 from tests.checkouts import cc_log
@@ -129,28 +130,28 @@ def test_blobs_are_checked_where_the_evaluation_reads_them(tmp_path: Path, monke
     task = calculator.TASK
     sync = f"`.venv/bin/programbench blob sync {task}`"
     a = preflight.PreflightHostInputs.model_validate(inputs(tmp_path, "blobs"))
-    assert preflight.check_blobs(a).startswith(f"1 task(s): every test blob in {a.blob_dir}")
+    assert check_blobs(a).startswith(f"1 task(s): every test blob in {a.blob_dir}")
     (Path(a.blob_dir or "") / task / "tests").rename(tmp_path / "elsewhere")
     with pytest.raises(AssertionError, match=rf"{task}: 1 of 1 test blobs missing in .*; where .* run {sync}"):
-        preflight.check_blobs(a)
+        check_blobs(a)
     (tmp_path / "elsewhere").rename(Path(a.blob_dir or "") / task / "tests")
-    real = preflight.shutil.disk_usage
-    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: real(path)._replace(free=0))
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(free=0))
     with pytest.raises(AssertionError, match="has 0 MiB free; the tasks' test blobs alone take"):
-        preflight.check_blobs(a)
+        check_blobs(a)
     monkeypatch.undo()
 
     # no blob directory: the real `programbench blob sync`, from the stand-in store
     store = standin_store(tmp_path / "hub", monkeypatch)
     synced = a.model_copy(update={"blob_dir": None})
-    assert preflight.check_blobs(synced).startswith(f"1 task(s): every test blob in {store} (")
+    assert check_blobs(synced).startswith(f"1 task(s): every test blob in {store} (")
     (blob,) = (store / task / "tests").iterdir()
     blob.unlink()
     with pytest.raises(AssertionError, match=rf"1 of 1 test blobs missing in {store} .*; run {sync} again"):
-        preflight.check_blobs(synced)
+        check_blobs(synced)
     shutil.rmtree(store / task)
     with pytest.raises(AssertionError, match=rf"{task}: {sync} failed \(.*no blobs for this task.\); fix the access"):
-        preflight.check_blobs(synced)
+        check_blobs(synced)
 
 
 def test_preflight_refuses_a_missing_blob_before_anything_starts(base_image: str, tmp_path: Path):

@@ -11,7 +11,7 @@ from model import contract
 from model.profile import ProfileError, parse_profile
 from model.project import ROOT
 from policies import rules
-from scripts.preflight import check_limits
+from scripts.lib.checks import check_limits
 from tests.unit.test_policies import C, check, check_stack, platform, worker
 from tests.unit.test_profile import raw
 

@@ -18,6 +18,7 @@ PINNED = {"step.sh", "mysql_users.sh", "pbench_reboot_guard.sh", "scheduled_laun
 COMMANDS = [
     "new-stack",
     "check-checkout",
+    "check",
     "launch",
     "destroy",
     "status",

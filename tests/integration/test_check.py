@@ -1,0 +1,202 @@
+"""`scripts.cli check`, the live preflight alone, on the demo profile in a copy of the project with its own backend: it
+passes and leaves nothing behind (no container, network or volume, the same stacks and state files); a checkout
+missing a Dockerfile, a subnet another Docker network holds and a missing test blob each fail with their message, and
+still nothing is left."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from model import contract
+from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.setup import demo_images
+
+BOARD_DOCKERFILE = "board-service/Dockerfile"
+
+
+def docker_objects(profile: str) -> dict[str, set[str]]:
+    """The containers, networks and volumes labelled with the profile or named after it (the check names and labels
+    all it makes so; other tests run beside this one, so the engine's other objects may come and go)."""
+    kinds = {
+        "containers": ["ps", "-aq", "--no-trunc"],
+        "networks": ["network", "ls", "-q"],
+        "volumes": ["volume", "ls", "-q"],
+    }
+    return {
+        kind: {
+            oid
+            for f in (f"label={contract.PROFILE_LABEL}={profile}", f"name={profile}")
+            for oid in subprocess.run(["docker", *cmd, "--filter", f], capture_output=True, text=True).stdout.split()
+        }
+        for kind, cmd in kinds.items()
+    }
+
+
+def state_digest(state: Path) -> dict[str, str]:
+    """Each file of the state backend, by its content's digest (locks and history included)."""
+    return {
+        str(f.relative_to(state)): hashlib.sha256(f.read_bytes()).hexdigest() for f in state.rglob("*") if f.is_file()
+    }
+
+
+class Sandbox:
+    def __init__(self, proj: Path, profile: str, env: dict[str, str], state: Path, tmp: Path):
+        self.proj, self.profile, self.env, self.state, self.tmp = proj, profile, env, state, tmp
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, cwd=self.proj, env=self.env, capture_output=True, text=True)
+
+    def stacks(self) -> list[dict]:
+        out = self.run("pulumi", "stack", "ls", "--json", "--non-interactive")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    def check(self) -> tuple[subprocess.CompletedProcess[str], float]:
+        """The command as a user runs it, with what it left behind compared: nothing."""
+        before, stacks, state = docker_objects(self.profile), self.stacks(), state_digest(self.state)
+        t0 = time.monotonic()
+        out = self.run(sys.executable, "-m", "scripts.cli", "check", self.profile)
+        took = time.monotonic() - t0
+        after = docker_objects(self.profile)
+        assert after == before == {k: set() for k in after}, out.stderr[-2000:]
+        assert self.stacks() == stacks and state_digest(self.state) == state
+        return out, took
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory, pulumi_cli: str, base_image: str) -> Iterator[Sandbox]:
+    """The demo profile under its own name, octet, data root and private tags (uncached builds), its stack made by
+    new-stack as `make demo` makes it; everything labelled with the profile is removed at the end, however it ends."""
+    tmp = tmp_path_factory.mktemp("check")
+    profile, octet = f"checkit-{uuid.uuid4().hex[:4]}", free_octet()
+    standin, mattermost = demo_images.standin_images(profile)
+    proj = project_copy(
+        tmp,
+        profile,
+        profile_config(
+            "demo.profile.yaml",
+            profile=profile,
+            subnet_octet=octet,
+            llm_upstream=f"http://10.{octet}.255.3:8080",
+            data_root=str(tmp / "data"),
+            traj_root=str(tmp / "traj"),
+            uncached=True,
+            mattermost_image=mattermost,
+        ),
+        standin_image=standin,
+    )
+    env = isolated_env(tmp, "check-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
+    box = Sandbox(proj, profile, env, tmp / "state", tmp)
+    try:
+        for args in (
+            (sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", profile),
+            (
+                sys.executable,
+                "-m",
+                "scripts.cli",
+                "new-stack",
+                profile,
+                "--from",
+                f"stacks/{profile}.profile.yaml",
+                "--env-file",
+                "none",
+                "--set",
+                "host_units=off",
+            ),
+        ):
+            made = box.run(*args)
+            assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+        yield box
+    finally:
+        label = f"label={contract.PROFILE_LABEL}={profile}"
+        for ls, rm in (
+            (["ps", "-aq"], ["rm", "-f"]),
+            (["network", "ls", "-q"], ["network", "rm"]),
+            (["images", "-q"], ["rmi", "-f"]),
+        ):
+            ids = subprocess.run(["docker", *ls, "--filter", label], capture_output=True, text=True).stdout.split()
+            if ids:
+                subprocess.run(["docker", *rm, *ids], capture_output=True)
+        subprocess.run(["docker", "rmi", mattermost, standin], capture_output=True)
+
+
+def test_the_demo_passes_and_leaves_nothing(sandbox: Sandbox):
+    out, took = sandbox.check()
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
+    for check in (
+        "docker",
+        "checkout",
+        "limits",
+        "state",
+        "subnets",
+        "ports",
+        "host-units",
+        "images",
+        "workers",
+        "fresh-images",
+        "blobs",
+        "model-list",
+        "model",
+    ):
+        assert f"check: {check} ok: " in out.stderr, check
+    assert f"1 worker images: board=True copilot=yes, Copilot CLI {contract.OFFLINE_ACP_COPILOT_VERSION}" in out.stderr
+    assert f"{contract.PINNED_MODEL} is one of the" in out.stderr and "answered through the egress proxy" in out.stderr
+    assert "every live check passed" in out.stdout
+    # what the uncached profile built under its run's private tag is gone with the rest
+    private = subprocess.run(
+        ["docker", "images", "-q", "--filter", f"label={contract.PROFILE_LABEL}={sandbox.profile}"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert private == []
+    print(f"check on the demo: {took:.1f} s")
+
+
+def test_broken_inputs_fail_with_their_messages_and_leave_nothing(sandbox: Sandbox):
+    """A Dockerfile missing from the checkout, the profile's internal subnet held by another Docker network, and the
+    task's test blobs missing: each named with what to do, in one run; the rest still checked."""
+    dockerfile = sandbox.proj / "stacks" / "demo" / BOARD_DOCKERFILE
+    kept = dockerfile.read_bytes()
+    stack_file = sandbox.proj / "stacks" / f"Pulumi.{sandbox.profile}.yaml"
+    settings = stack_file.read_text()
+    octet = yaml.safe_load(settings)["config"]["agensh:subnet_octet"]
+    squatter = f"agensh-test-squatter-{uuid.uuid4().hex[:6]}"
+    empty_blobs = sandbox.tmp / "no-blobs"
+    empty_blobs.mkdir(exist_ok=True)
+    try:
+        dockerfile.unlink()
+        net = subprocess.run(
+            ["docker", "network", "create", "--internal", "--subnet", f"10.{octet}.0.0/24", squatter],
+            capture_output=True,
+            text=True,
+        )
+        assert net.returncode == 0, net.stderr
+        stack_file.write_text(
+            settings.replace("agensh:eval_blob_dir: ~/.cache/agensh/demo/blobs", f"agensh:eval_blob_dir: {empty_blobs}")
+        )
+        assert str(empty_blobs) in stack_file.read_text()
+        out, _ = sandbox.check()
+    finally:
+        dockerfile.write_bytes(kept)
+        stack_file.write_text(settings)
+        subprocess.run(["docker", "network", "rm", squatter], capture_output=True)
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-4000:]
+    failures = out.stderr.split("check check(s) failed:", 1)[1]
+    assert "checkout: " in failures and f"{BOARD_DOCKERFILE}: missing: the Dockerfile of the board image" in failures
+    assert f"subnets: subnet 10.{octet}.0.0/" in failures and f"collides with Docker network {squatter}" in failures
+    assert "blobs: testorg__calculator.abc1234: " in failures and f"test blobs missing in {empty_blobs}" in failures
+    assert "images: " in failures and BOARD_DOCKERFILE in failures.split("images: ", 1)[1]
+    assert "nothing was started; fix the above" in out.stderr
+    assert "model-list: the temporary egress proxy did not start" in failures and "see the subnets check" in failures
+    for passed in ("docker", "limits", "ports", "state", "host-units"):
+        assert f"check: {passed} ok: " in out.stderr, passed
