@@ -10,7 +10,8 @@ import pulumi_docker as docker
 
 from model.contract import READY_TIMEOUT_S
 from model.profile import Profile
-from model.roles import ROLES, SecretRef, ServiceSpec, secret_key, secret_setting, spec
+from model.roles import ROLES
+from model.services import SecretRef, ServiceSpec, secret_key, secret_setting, spec
 from model.topology import Placement
 
 from .images import Images
@@ -68,7 +69,7 @@ def after_image(opts: pulumi.ResourceOptions, images: Images, s: ServiceSpec) ->
 
 
 def secret_value(var: str, ref: SecretRef, secrets: dict[str, pulumi.Output[str]]) -> pulumi.Output[str]:
-    """A secret as its variable gets it (roles.secret_setting), a secret Output still."""
+    """A secret as its variable gets it (services.secret_setting), a secret Output still."""
     return secrets[secret_key(ref)].apply(lambda value: secret_setting(var, ref, value))
 
 

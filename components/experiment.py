@@ -22,8 +22,9 @@ from model import step_inputs as si
 from model.checkout import KICKOFF, revision
 from model.parts import WHOLE, Part
 from model.profile import Profile
-from model.roles import ROLES, operator_url, ready_url, spec
+from model.roles import ROLES
 from model.rundir import CopyDir, ProfileDir, RunDir
+from model.services import operator_url, ready_url, spec
 from model.topology import Layout
 
 from .containers import Declare, declarer, network_names

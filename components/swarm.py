@@ -29,8 +29,10 @@ import pulumi_docker as docker
 from model import contract, placement, steps
 from model import step_inputs as si
 from model.profile import Profile
-from model.roles import ROLES, SCRIPTS, Mount, ServiceSpec, spec
+from model.project import SCRIPTS
+from model.roles import ROLES
 from model.rundir import ProfileDir
+from model.services import Mount, ServiceSpec, spec
 from model.topology import Layout, Placement
 
 from .containers import after_image, env_list, health_of, secret_entries, secret_value

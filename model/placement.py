@@ -1,4 +1,4 @@
-"""Where each container of a swarm profile runs: the nodes, the placement policy and the plan computed from them.
+"""Where each container of a swarm profile runs: the plan computed from the nodes and the placement policy.
 
 A profile with `engine: swarm` spreads one team over the nodes of a Docker Swarm. The platform services (the role
 table's roles that are not per task) run on one node: the manager, or the first node carrying the label the policy
@@ -10,79 +10,18 @@ after another, so every task's team gets the same nodes.
 
 The plan is computed here, before anything is created (`python -m scripts.cli plan` prints it); the profile refuses a
 plan that does not fit, and the policy pack checks the rendered services with `fit_problem` (the same rule and numbers,
-handed over through the policy config `Profile.policy_config` writes). Pure: no Pulumi imports.
+handed over through the policy config `Profile.policy_config` writes). The nodes and the policy are settings of
+the profile (`settings.py`); the plan reads nothing else of it. Pure: no Pulumi imports.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from . import contract
 from .roles import ROLES
-
-if TYPE_CHECKING:
-    from .profile import Profile
-
-MANAGER = "manager"
-
-
-class SwarmNode(BaseModel):
-    """One Docker host of the swarm."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(pattern=contract.PROFILE_RE.pattern, description=f"The node's `{contract.NODE_LABEL}` label")
-    address: str = Field(description="Where the other nodes and the operator reach it (its advertise address)")
-    role: Literal["manager", "worker"] = "worker"
-    memory_gib: float = Field(gt=0, description="The host's memory")
-    cpus: float = Field(gt=0, description="The host's CPUs")
-    labels: dict[str, str] = Field(default_factory=dict, description="Further node labels (platform_on may name one)")
-    ssh_host: str | None = Field(None, description="SSH host for this node's host units (the manager: local)")
-    docker_host: str | None = Field(None, description="The node's Docker API for the steps; default ssh://<ssh_host>")
-    ssh_port: int = 22
-    ssh_user: str = "root"
-    data_root: str | None = Field(None, description="Profile data on this node; default the profile's data_root")
-
-
-class SwarmSettings(BaseModel):
-    """The `swarm` setting of a profile with `engine: swarm`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    docker_host: str = Field(description="The manager's Docker API: unix://, tcp:// or ssh://")
-    registry: str = Field(description="host:port of the registry on the manager every node pulls from")
-    nodes: list[SwarmNode] = Field(min_length=1)
-    build_network: str | None = Field(
-        None,
-        description="Network of the image builds' RUN steps on the manager "
-        "(`host` where its daemon has no default bridge)",
-    )
-    platform_on: str = Field(MANAGER, description="`manager`, or a node label `key=value` (the first such node)")
-    max_members_per_node: int | None = Field(None, gt=0, description="Ceiling of router+worker pairs per node")
-    worker_cpus: float = Field(1.0, gt=0, description="CPUs a worker counts for in the plan")
-    router_cpus: float = Field(0.25, gt=0, description="CPUs a router counts for in the plan")
-    platform_memory_gib: float = Field(8.0, ge=0, description="Memory the platform services take on their node")
-    platform_cpus: float = Field(2.0, ge=0, description="CPUs the platform services take on their node")
-    memory_overcommit: float = Field(1.0, gt=0, description="Memory ceilings may add up to this times a node's share")
-
-    def docker_host_of(self, node: SwarmNode) -> str | None:
-        """Where the steps reach a node's Docker API (its data directories, its workers' archives)."""
-        if node.role == "manager":
-            return self.docker_host
-        if node.docker_host:
-            return node.docker_host
-        return f"ssh://{node.ssh_user}@{node.ssh_host}:{node.ssh_port}" if node.ssh_host else None
-
-    @property
-    def manager(self) -> SwarmNode:
-        return next(n for n in self.nodes if n.role == "manager")
-
-    def node(self, name: str) -> SwarmNode:
-        return next(n for n in self.nodes if n.name == name)
+from .settings import MANAGER, ProfileSettings, SwarmNode, SwarmSettings
 
 
 @dataclass(frozen=True)
@@ -115,7 +54,7 @@ def platform_load(s: SwarmSettings) -> Load:
     return Load(memory_mb=round(s.platform_memory_gib * contract.GIB_MB), cpus=s.platform_cpus)
 
 
-def pair_load(p: Profile, s: SwarmSettings) -> Load:
+def pair_load(p: ProfileSettings, s: SwarmSettings) -> Load:
     """A worker and its router: their memory ceilings and the CPUs they count for."""
     return Load(
         memory_mb=(p.worker_memory_gib + p.router_memory_gib) * contract.GIB_MB,
@@ -161,7 +100,7 @@ class NodePlan:
     platform: bool
     members: list[int] = field(default_factory=list)  # worker numbers (1-based) whose pair runs here
 
-    def load(self, p: Profile, s: SwarmSettings) -> Load:
+    def load(self, p: ProfileSettings, s: SwarmSettings) -> Load:
         pair = pair_load(p, s)
         n = len(self.members)
         return (platform_load(s) if self.platform else Load()) + Load(pair.memory_mb * n, pair.cpus * n, n)
@@ -183,7 +122,7 @@ class Plan:
         return next(n.node.name for n in self.nodes if index in n.members)
 
 
-def plan(p: Profile) -> Plan:
+def plan(p: ProfileSettings) -> Plan:
     """Spread the pairs: each next pair goes to the node with the lowest share of its limit used (ties: the order of
     the nodes in the profile), so pairs spread in proportion to what each node can take."""
     s = p.swarm
@@ -210,7 +149,7 @@ def reference_node(s: SwarmSettings) -> SwarmNode:
     return next((n for n in s.nodes if n.role == "worker"), s.manager)
 
 
-def hosts_needed(p: Profile) -> int | None:
+def hosts_needed(p: ProfileSettings) -> int | None:
     """How many hosts the team needs: the platform's node plus as many more as the pairs left over take, all of the
     reference node's size (None: a host of that size takes no pair)."""
     s = p.swarm
@@ -227,7 +166,7 @@ def hosts_needed(p: Profile) -> int | None:
     return 1 + math.ceil((p.workers - on_platform) / per_node)
 
 
-def needs(p: Profile) -> str:
+def needs(p: ProfileSettings) -> str:
     """The hosts the team needs, in words."""
     size, needed = reference_node(p.swarm), hosts_needed(p)  # type: ignore[arg-type]
     if needed is None:
@@ -235,7 +174,7 @@ def needs(p: Profile) -> str:
     return f"the team needs {needed} hosts of {size.memory_gib:g} GiB and {size.cpus:g} CPUs"
 
 
-def problems(p: Profile) -> list[tuple[str, str]]:
+def problems(p: ProfileSettings) -> list[tuple[str, str]]:
     """The swarm settings' own rules, as (profile key, problem)."""
     s = p.swarm
     if p.engine == "docker":
@@ -287,7 +226,7 @@ def problems(p: Profile) -> list[tuple[str, str]]:
     return out
 
 
-def policy_config(p: Profile) -> dict[str, object]:
+def policy_config(p: ProfileSettings) -> dict[str, object]:
     """The numbers the policy pack's swarm-placement rule checks the rendered services against."""
     s = p.swarm
     assert s is not None

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .profile import Profile
+from .settings import ProfileSettings
 
 CREATED_MARKER = ".agensh-profile"  # written when a profile's data directory is created; destroy deletes only those
 RUN_FAILED = "RUN_FAILED"
@@ -43,7 +41,7 @@ class ProfileDir:
     path: Path
 
     @classmethod
-    def of(cls, p: Profile) -> ProfileDir:
+    def of(cls, p: ProfileSettings) -> ProfileDir:
         return cls(Path(p.data_root).expanduser() / p.profile)
 
     def data(self, *parts: str) -> Path:
@@ -115,7 +113,7 @@ class RunDir:
     path: Path
 
     @classmethod
-    def of(cls, p: Profile) -> RunDir:
+    def of(cls, p: ProfileSettings) -> RunDir:
         return ProfileDir.of(p).run(p.run_id)
 
     # run level

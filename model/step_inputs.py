@@ -17,8 +17,8 @@ from model.checkout import DEFAULT_CONVENTION, ConventionName
 from model.contract import READY_TIMEOUT_S
 from model.images import plan
 from model.profile import Profile
-from model.roles import operator_url
 from model.rundir import RunDir
+from model.services import operator_url
 from model.topology import Layout
 
 
@@ -150,7 +150,7 @@ class SeedInputs(GiteaInputs):
 class WakeInputs(TaskInputs):
     workers: dict[str, float]  # container name -> seconds after the ramp's start, in wake order
     services: bool = False  # swarm: the workers are services created with 0 replicas; waking scales one to 1
-    # container name -> where its router answers once up (model/roles.ready_url); a worker starts only after that
+    # container name -> where its router answers once up (model/services.ready_url); a worker starts only after that
     ready: dict[str, str] = {}
     ready_timeout_s: float = READY_TIMEOUT_S
     # container name -> its router, started first when found stopped (a router is not recreated once stopped: after

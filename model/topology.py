@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from . import addressing, contract
 from .profile import Profile
-from .roles import ROLES, platform_roles
+from .roles import ROLES, Role
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,13 @@ class Placement:
             )
             if ip
         }
+
+
+def platform_roles(p: Profile) -> list[Role]:
+    """The platform services this profile runs, in start order."""
+    return [
+        r for r in ROLES.values() if not r.per_task and (p.kind in r.kinds or (r.name == "model" and p.model_standin))
+    ]
 
 
 def networks(p: Profile) -> dict[str, ipaddress.IPv4Network]:

@@ -2,7 +2,7 @@
 starts worker k when its offset after the ramp's start is reached, so any worker image gets the seed's ramp. On a
 swarm each worker is a service created with 0 replicas, and waking it scales it to 1 (its one task then runs on the
 node the plan gave it). On one host a worker starts only once its router answers (`ready`): the engine does not wait
-for routers at creation (model/roles.py, `ready_at_wake`).
+for routers at creation (model/services.py, `ready_at_wake`).
 
 The ramp's start is recorded the first time (`ramp.json`), and each wake as it happens, so a resumed `up` keeps the
 clock: workers already running are recorded as awake, the rest are started at their offsets (late when their time

@@ -40,7 +40,7 @@ from model import contract
 from model import step_inputs as si
 from model.images import Build, PlannedImage, build_labels, plan, private
 from model.profile import NAMESPACE, Profile, ProfileError
-from model.roles import HEALTH_PATH, secret_key, secret_setting, spec
+from model.services import HEALTH_PATH, secret_key, secret_setting, spec
 from model.stackfiles import ROOT, load_profile
 from model.topology import Layout, Placement
 from scripts.lib import checks

@@ -58,7 +58,8 @@ from model import contract, parts, topology
 from model.catalog import tasks as catalog
 from model.checkout import AGENT_BASE_IMAGE, TASK_IMAGE, WORKER_IMAGE, shared_images
 from model.profile import Profile, parse_profile
-from model.roles import ROLES, ServiceSpec, secret_setting, spec
+from model.roles import ROLES
+from model.services import ServiceSpec, secret_setting, spec
 from model.stackfiles import load_profile
 from model.topology import Placement
 from scripts.cli.destroy import destroy_order

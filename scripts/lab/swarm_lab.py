@@ -89,7 +89,7 @@ class Lab(BaseModel):
         write_atomic(Path(self.state_dir) / "lab.json", self)  # `down` reads it after a crash: never half written
 
     def swarm_settings(self, memory_gib: float, cpus: float) -> dict:
-        """The profile's `swarm` setting for this lab (model/placement.py: SwarmSettings)."""
+        """The profile's `swarm` setting for this lab (model/settings.py: SwarmSettings)."""
         return {
             "docker_host": f"unix://{self.manager.socket}",
             "registry": self.registry,

@@ -25,8 +25,9 @@ import yaml
 from model import contract
 from model.profile import parse_profile
 from model.project import ROOT
-from model.roles import ROLES, secret_key, spec
+from model.roles import ROLES
 from model.rundir import ProfileDir
+from model.services import secret_key, spec
 from model.topology import Layout
 from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.lib.gitops import git, with_user

@@ -16,8 +16,8 @@ import pytest
 
 from model import contract
 from model.records import BaselineSeedResult, Receipt
-from model.roles import SNAPSHOT_GIT
 from model.rundir import RunDir
+from model.services import SNAPSHOT_GIT
 from model.step_inputs import BaselineStopInputs
 from scripts import baseline
 from scripts.lib.step import iso, now, write_atomic

@@ -44,8 +44,9 @@ from model.contract import ADMIN_USER, TEAM_ORG
 from model.profile import Profile, parse_profile
 from model.project import ROOT
 from model.records import Receipt, Wake, WakeResult
-from model.roles import HTTP_PORT, ROLES, secret_key, secret_setting, spec
+from model.roles import HTTP_PORT, ROLES
 from model.rundir import ProfileDir, RunDir
+from model.services import secret_key, secret_setting, spec
 from model.step_inputs import NudgesInputs
 from model.topology import Layout
 from scripts import export, nudges, preflight, score, seed

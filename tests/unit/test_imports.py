@@ -1,8 +1,10 @@
 """How the modules find each other: by their package names from the project's root, which `model/project.py` alone
-computes (`make setup` names it in the venv), so no module edits `sys.path` or counts its own way up to the root."""
+computes (`make setup` names it in the venv), so no module edits `sys.path` or counts its own way up to the root; and
+inside the model, imports that form no cycle (the order is in docs/design.md#layers)."""
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,3 +42,55 @@ def test_the_patterns_catch_what_they_forbid():
     assert ROOT_COUNT.search("ROOT = Path(__file__).resolve().parents[2]")
     assert ROOT_COUNT.search("os.path.dirname(os.path.dirname(os.path.abspath(__file__)))")
     assert not ROOT_COUNT.search('Path(__file__).parent / "templates"')  # a file beside its module is no root
+
+
+def model_imports() -> dict[str, set[str]]:
+    """Each module of model/ and the modules of model/ it imports anywhere in it: `TYPE_CHECKING` blocks and
+    functions count, since a cycle held together by them is still one."""
+    modules = {p.stem for p in (ROOT / "model").glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for m in sorted(modules):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse((ROOT / "model" / f"{m}.py").read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("model.")}
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level == 0 and not (module == "model" or module.startswith("model.")):
+                    continue
+                inner = module.removeprefix("model").lstrip(".") if node.level == 0 else module
+                found |= {inner.split(".")[0]} if inner else {a.name for a in node.names}
+        graph[m] = (found & modules) - {m}
+    return graph
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of the graph, as the modules along it, or None."""
+    done: set[str] = set()
+
+    def visit(m: str, path: list[str]) -> list[str] | None:
+        if m in path:
+            return path[path.index(m) :] + [m]
+        if m in done:
+            return None
+        for n in sorted(graph[m]):
+            if found := visit(n, [*path, m]):
+                return found
+        done.add(m)
+        return None
+
+    return next((c for m in sorted(graph) if (c := visit(m, []))), None)
+
+
+def test_the_model_imports_form_no_cycle():
+    graph = model_imports()
+    assert cycle(graph) is None, "model/ imports in a circle: " + " -> ".join(cycle(graph) or [])
+    # what the graph must see for the check to mean anything: relative, absolute and TYPE_CHECKING imports
+    assert {"profile", "settings", "roles", "rundir", "placement", "topology"} <= graph.keys()
+    assert {"settings", "placement", "roles", "rundir"} <= graph["profile"] and "profile" in graph["stackfiles"]
+    assert "settings" not in graph["roles"] and not {"profile", "topology", "services"} & graph["settings"]
+
+
+def test_a_cycle_is_found_also_through_type_checking():
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set()}) is None

@@ -9,7 +9,7 @@ import re
 from model import contract
 from model.profile import parse_profile
 from model.project import ROOT
-from model.roles import SecretIn, ServiceSpec, secret_key, secret_setting, spec
+from model.services import SecretIn, ServiceSpec, secret_key, secret_setting, spec
 from model.topology import Layout
 
 PROFILE = {

@@ -9,7 +9,8 @@ import pytest
 
 from model import catalog, contract
 from model.profile import ProfileError, parse_profile
-from model.roles import spec
+from model.roles import ROLES
+from model.services import SPECS, spec
 from model.topology import Layout
 
 TASK = "jgm__pandoc.5caad90"
@@ -242,6 +243,10 @@ def test_placements_of_cohort_w8():
     assert all(spec(p, c).memory_mb == 64 * 1024 and c.egress_ip is None for c in workers)
     assert all(spec(p, c).memory_mb == 8 * 1024 for c in cs if c.role == "router")
     assert {c.router_ip for c in workers} == {c.internal_ip for c in cs if c.role == "router"}
+
+
+def test_every_role_has_its_container_spec():
+    assert list(SPECS) == list(ROLES)
 
 
 def test_ramp_and_budget():
