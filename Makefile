@@ -1,6 +1,6 @@
 # The two front-door commands. Both set the machine up first (idempotent; see scripts/setup/setup.sh).
 SHELL := /bin/bash
-.PHONY: setup test test-fast lint faults demo demo-destroy destroy down check preview up schedule status
+.PHONY: setup test test-fast lint faults demo demo-destroy destroy down check preview up stop logs schedule status
 
 setup:
 	@bash scripts/setup/setup.sh
@@ -43,16 +43,25 @@ check:
 	@test -n "$(STACK)" || { echo "usage: make check STACK=<stack>"; exit 2; }
 	@. scripts/env.sh && .venv/bin/python -m scripts.cli check "$(STACK)"
 
-# The documented preview and launch (scripts/host/launch.sh): the policy pack, with the stack's own numbers
+# The documented preview and launch (scripts/cli/launch.py): the policy pack, with the stack's own numbers
 # (stacks/<stack>.policy.json), checks a preview of the whole stack before anything changes; the preview runs with
-# scripts/setup/preview.env (a preview writes no state), the update with the engine's checkpoints.
+# scripts/setup/preview.env (a preview writes no state), the update with the engine's checkpoints. `make up` asks on
+# this terminal, then runs the launch detached from it (FOREGROUND=1 keeps it here); stop and logs find it.
 preview:
 	@test -n "$(STACK)" || { echo "usage: make preview STACK=<stack>"; exit 2; }
 	@. scripts/env.sh && bash scripts/host/launch.sh preview "$(STACK)" $(ARGS)
 
 up:
 	@test -n "$(STACK)" || { echo "usage: make up STACK=<stack>"; exit 2; }
-	@. scripts/env.sh && bash scripts/host/launch.sh up "$(STACK)" $(ARGS)
+	@. scripts/env.sh && bash scripts/host/launch.sh up "$(STACK)" $(if $(FOREGROUND),--foreground) $(ARGS)
+
+stop:
+	@test -n "$(STACK)" || { echo "usage: make stop STACK=<stack>"; exit 2; }
+	@. scripts/env.sh && bash scripts/host/launch.sh stop "$(STACK)"
+
+logs:
+	@test -n "$(STACK)" || { echo "usage: make logs STACK=<stack>"; exit 2; }
+	@. scripts/env.sh && bash scripts/host/launch.sh logs "$(STACK)"
 
 # A delayed launch at the stack's agensh:start_at (systemd service + timer): ACTION=install (default), remove, status.
 schedule:

@@ -55,7 +55,7 @@ class Host(Record):
 
 
 class Launch(Record):
-    """`launch.json`: what the systemd service of a scheduled launch records as it begins (scripts/cli/schedule.py)."""
+    """`launch.json`: what a scheduled launch records as it begins, in its systemd service (scripts/lib/launcher.py)."""
 
     stack: str
     unit: str

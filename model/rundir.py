@@ -6,7 +6,8 @@
         data/workspace/                         the baseline worker's workspace repository
         <run id>/                               RunDir: one experiment run
             run_manifest.json, result_index.jsonl, receipts/<step>.json (run-level steps),
-            launch.json (when a scheduled launch began), provenance.json, status.json, cc.log (baseline),
+            launch.json (when a scheduled launch began), launch.lock (the running launcher),
+            launch.log (a detached launch's output), provenance.json, status.json, cc.log (baseline),
             gate.json (calibration gate), report.html
             <task id>/                          submission.tar.gz, <task>.eval.json (untouched original),
                                                 <task>.eval.<n>.json (earlier attempts), score.json, evaluate.log,
@@ -76,6 +77,15 @@ class ProfileDir:
     def created_marker(self) -> Path:
         return self.path / CREATED_MARKER
 
+    def claim(self, profile: str, when: str) -> None:
+        """Create the profile's directory with the marker that says agensh made it (the first of the profile's data
+        step and the launcher to come); ValueError when it holds files agensh did not create."""
+        if self.path.is_dir() and any(self.path.iterdir()) and not self.created_marker.exists():
+            raise ValueError(f"{self.path} exists and agensh did not create it; choose another data_root or profile")
+        self.path.mkdir(parents=True, exist_ok=True)
+        if not self.created_marker.exists():
+            self.created_marker.write_text(f"agensh profile {profile}, created {when}\n")
+
     def runs(self) -> list[RunDir]:
         """The run directories present (every child but the service data)."""
         return (
@@ -127,8 +137,23 @@ class RunDir:
 
     @property
     def launch_record(self) -> Path:
-        """Written by a scheduled launch's service as it begins (scripts/scheduled_launch.sh), before `pulumi up`."""
+        """Written by a scheduled launch as it begins (scripts/lib/launcher.py), before its preview."""
         return self.path / "launch.json"
+
+    @property
+    def launcher(self) -> Path:
+        """The running launch's lock, holding its launcher's record (scripts/lib/launcher.py)."""
+        return self.path / "launch.lock"
+
+    @property
+    def launch_log(self) -> Path:
+        """A detached launch's output (`make logs`)."""
+        return self.path / "launch.log"
+
+    @property
+    def launch_files(self) -> tuple[str, ...]:
+        """What a launch writes in the run directory before its preflight checks that the run is new."""
+        return self.launch_record.name, self.launcher.name, self.launch_log.name
 
     @property
     def provenance(self) -> Path:

@@ -103,15 +103,11 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
     a = load_inputs(ProfileDataInputs, env)
     pd = ProfileDir(Path(a.profile_dir))
     if mode == steps.PROFILE_DATA.args:
-        if pd.path.is_dir() and any(pd.path.iterdir()) and not pd.created_marker.exists():
-            print(
-                f"profile_data: {pd.path} exists and agensh did not create it; choose another data_root or profile",
-                file=sys.stderr,
-            )
+        try:
+            pd.claim(a.profile, now())
+        except ValueError as err:
+            print(f"profile_data: {err}", file=sys.stderr)
             return 1
-        pd.path.mkdir(parents=True, exist_ok=True)
-        if not pd.created_marker.exists():
-            pd.created_marker.write_text(f"agensh profile {a.profile}, created {now()}\n")
         print(f'{{"profile_dir": "{pd.path}"}}')
         return 0
     return delete(a, env)

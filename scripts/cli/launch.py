@@ -1,16 +1,25 @@
-"""launch: the preview and update of a per-task profile's stacks (scripts/host/launch.sh hands such a profile here).
+"""launch: the documented preview and launch of a stack (make preview, make up, make demo, a scheduled launch).
 
-    .venv/bin/python -m scripts.cli launch preview|up STACK [--yes] [pulumi args]
+    python -m scripts.cli launch preview STACK [pulumi args]
+    python -m scripts.cli launch up STACK [--yes] [--foreground] [pulumi args]
+    python -m scripts.cli launch stop STACK        ask a running launch to stop (make stop)
+    python -m scripts.cli launch logs STACK        a detached launch's output, followed while it runs (make logs)
 
-The preview declares the whole profile in the profile's stack (model/parts.py) under scripts/setup/preview.env, so
-the policy pack checks all of it, with the profile's numbers, before anything exists. The update then runs each part
-stack's `pulumi up` (with checkpoints, so a killed one resumes; with the pack, whose resource rules see every
-resource created), in order: the platform; each task, the next one beginning once the previous one has written its
-shutdown receipt (its evaluation goes on beside the next task); the record once every task's stack is done. A failed
-part stops the launch after the parts in flight end; the same command then resumes, completed steps staying done.
-A `--config KEY=VALUE` goes to the preview, which saves it in the profile's file, where every part reads it.
-Ctrl-C (SIGINT) and SIGTERM are passed on to every update in flight, each time (a second Ctrl-C makes pulumi give up
-what is in flight, as it does on its own); nothing new starts after one.
+The preview declares the whole profile (for a per-task profile, in the profile's stack: model/parts.py) under
+scripts/setup/preview.env, so the policy pack checks all of it, with the profile's numbers, before anything exists; a
+preview writes no state, so it skips the engine's checkpoints (docs/performance.md). The update then runs each stack's
+`pulumi up --skip-preview` (with checkpoints, so a killed one resumes; with the pack, whose resource rules see every
+resource created), in order: one stack; or the platform, each task (the next one beginning once the previous one has
+written its shutdown receipt; its evaluation goes on beside the next task), the record once every task's stack is
+done. A failed part stops the launch after the parts in flight end; the same command then resumes, completed steps
+staying done. A `--config KEY=VALUE` goes to the preview, which saves it in the profile's file, where every part
+reads it.
+
+`up` runs detached unless `--foreground` (scripts/lib/launcher.py): after the preview and the question on this
+terminal, the launch runs on without it, logged to the run directory's launch.log. Every launch holds the stack's
+launch lock, so a second one is refused while one runs. Ctrl-C (SIGINT) and SIGTERM are passed on to every update in
+flight, each time (a second one makes pulumi give up what is in flight, as it does on its own); nothing new starts
+after one.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from model.profile import Profile, ProfileError
 from model.records import ok_result
 from model.rundir import RunDir
 from model.stackfiles import ROOT, load_profile
+from scripts.lib import launcher
 
 PREVIEW_ENV = ROOT / "scripts" / "setup" / "preview.env"
 POLL_S = 2.0
@@ -59,8 +69,9 @@ class Updates:
     launcher alone and each update gets it once from here; without the terminal (`--non-interactive`, no stdin), so a
     background group never stops on it and two updates' lines do not draw over each other."""
 
-    def __init__(self, pulumi_args: list[str]):
+    def __init__(self, pulumi_args: list[str], lock: int):
         self.args = pulumi_args
+        self.lock = lock  # the launch lock's descriptor, held by each update too (scripts/lib/launcher.py)
         self.running: dict[str, subprocess.Popen[bytes]] = {}
         self.failed: list[str] = []
         self.stopping = False
@@ -79,8 +90,11 @@ class Updates:
         if self.stopping:
             return None
         print(f"launch: pulumi up -s {stack}", flush=True)
-        cmd = ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", stack, *self.args]
-        self.running[stack] = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, process_group=0)
+        args = [a for a in self.args if a != "--non-interactive"]  # given here already
+        cmd = ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", stack, *args]
+        self.running[stack] = subprocess.Popen(
+            cmd, cwd=ROOT, stdin=subprocess.DEVNULL, process_group=0, pass_fds=(self.lock,)
+        )
         return self.running[stack]
 
     def ended(self) -> bool:
@@ -98,11 +112,11 @@ class Updates:
             time.sleep(0.2)
 
 
-def run_parts(stack: str, p: Profile, pulumi_args: list[str]) -> int:
-    """The part stacks' updates in launch order (the module's docstring)."""
+def run_parts(stack: str, p: Profile, pulumi_args: list[str], lock: int) -> int:
+    """The stacks' updates in launch order (the module's docstring)."""
     rd = RunDir.of(p)
     shutdown = steps.BASELINE_STOP if p.kind == "baseline" else steps.SHUTDOWN
-    updates = Updates(pulumi_args)
+    updates = Updates(pulumi_args, lock)
     try:
         for part_stack, part in parts.stacks_of(stack, p):
             if part.kind == "record":
@@ -128,45 +142,95 @@ def run_parts(stack: str, p: Profile, pulumi_args: list[str]) -> int:
     return 0
 
 
+def preview(stack: str, args: list[str]) -> int:
+    """The launch's preview of the whole profile with the pack; a terminal's Ctrl-C reaches it directly, a signal to
+    this launcher alone is passed on."""
+    env = {**os.environ, **preview_env(), parts.WHOLE_PREVIEW_ENV: "1"}
+    proc = subprocess.Popen(["pulumi", "preview", "-s", stack, *PACK, *args], cwd=ROOT, env=env)
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+
+
+def confirmed() -> bool:
+    if not sys.stdin.isatty():
+        print("launch: not on a terminal; pass --yes to perform the update", file=sys.stderr)
+        return False
+    if not input("Do you want to perform this update? [y/N] ").lower().startswith("y"):
+        print("launch: nothing changed", file=sys.stderr)
+        return False
+    return True
+
+
+def launch(stack: str, p: Profile, yes: bool, rest: list[str]) -> int:
+    """The preview, then the updates, holding the stack's launch lock throughout."""
+    detached = os.environ.get(launcher.HOW_ENV) in ("session", "unit")
+    try:
+        fh, record = launcher.hold(stack, p, RunDir.of(p).launch_log if detached else None)
+    except launcher.Running as err:
+        print(
+            f"launch: {err}; follow it with `make status STACK={stack}`, stop it with `make stop STACK={stack}`",
+            file=sys.stderr,
+        )
+        return 2
+    except launcher.Refused as err:
+        print(f"launch: {err}", file=sys.stderr)
+        return 2
+    code = 1
+    try:
+        code = preview(stack, rest)
+        if code == 0 and (yes or confirmed()):
+            p = load_profile(stack)  # again: the preview saved any `--config` in the profile's file
+            code = run_parts(stack, p, [*PACK, *without_config(rest)], fh.fileno())
+        elif code == 0:
+            code = 1
+    finally:
+        launcher.release(fh, record, code)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m scripts.cli launch", description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["preview", "up"])
+    ap.add_argument("mode", choices=["preview", "up", "stop", "logs"])
     ap.add_argument("stack")
     args, rest = ap.parse_known_args(argv)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", args.stack):
         ap.error(f"not a stack name: {args.stack!r}")
     if "--skip-preview" in rest:
         ap.error("the launch always previews first (that is where the policy pack sees the profile)")
-    yes = any(a in ("--yes", "-y") for a in rest)
-    rest = [a for a in rest if a not in ("--yes", "-y")]
+    yes, foreground = any(a in ("--yes", "-y") for a in rest), "--foreground" in rest
+    rest = [a for a in rest if a not in ("--yes", "-y", "--foreground")]
+    if args.mode in ("stop", "logs") and rest:
+        ap.error(f"{args.mode} takes no other arguments: {' '.join(rest)}")
     try:
         p = load_profile(args.stack)
     except (FileNotFoundError, ProfileError) as err:
         print(f"launch: {err}", file=sys.stderr)
         return 2
-    if p.stacks != "per-task":
-        print(f"launch: profile {args.stack} runs as one stack; use scripts/host/launch.sh", file=sys.stderr)
-        return 2
+    if args.mode == "stop":
+        return launcher.stop(args.stack, p)
+    if args.mode == "logs":
+        return launcher.logs(args.stack, p)
     os.environ.pop("PULUMI_OPTION_POLICY_PACK", None)  # scripts/env.sh's: with PACK it would attach the pack twice
-    env = {**os.environ, **preview_env(), parts.WHOLE_PREVIEW_ENV: "1"}
-    preview = subprocess.Popen(["pulumi", "preview", "-s", args.stack, *PACK, *rest], cwd=ROOT, env=env)
-    while True:  # in this process group: a terminal's Ctrl-C reaches the preview itself; a signal to this launcher only
-        try:  # is passed on
-            previewed = preview.wait()
-            break
-        except KeyboardInterrupt:
-            preview.send_signal(signal.SIGINT)
-    if previewed != 0 or args.mode == "preview":
-        return previewed
-    if not yes:
-        if not sys.stdin.isatty():
-            print("launch: not on a terminal; pass --yes to perform the update", file=sys.stderr)
-            return 2
-        if not input("Do you want to perform this update? [y/N] ").lower().startswith("y"):
-            print("launch: nothing changed", file=sys.stderr)
+    if args.mode == "preview":
+        return preview(args.stack, rest)
+    if foreground:
+        return launch(args.stack, p, yes, rest)
+    if launcher.running(RunDir.of(p)):
+        print(
+            f"launch: {launcher.describe(launcher.read(RunDir.of(p)))}; follow it with `make status "
+            f"STACK={args.stack}`, stop it with `make stop STACK={args.stack}`",
+            file=sys.stderr,
+        )
+        return 2
+    if not yes:  # the question is asked here, on the terminal; the detached launch previews again and goes on
+        if (code := preview(args.stack, rest)) != 0:
+            return code
+        if not confirmed():
             return 1
-    p = load_profile(args.stack)  # again: the preview saved any `--config` in the profile's file
-    return run_parts(args.stack, p, [*PACK, *without_config(rest)])
+    return launcher.detach(args.stack, p, rest)
 
 
 if __name__ == "__main__":

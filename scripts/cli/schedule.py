@@ -10,8 +10,8 @@ file must sit at the same paths) and enables the timer: `OnCalendar=` the profil
 persistent (a launch missed while the host was down is not started late). The service runs
 `scripts/scheduled_launch.sh` of this checkout by absolute path, as the calling user, with an explicit environment
 (the Pulumi state backend, the toolchain, the path of the stack passphrase file: never a secret), `Restart=no`, after
-docker.service and pbench-reboot-guard.service; that script records when it began (`<run dir>/launch.json`, which
-the manifest copies) and runs the documented `pulumi up` of the stack with the policy pack.
+docker.service and pbench-reboot-guard.service; that script runs the documented launch in the service's foreground,
+which records when it began (`<run dir>/launch.json`, which the manifest copies).
 
 Refused, before anything is written: a stack without `start_at`, a time not in the future, a passphrase given as a
 value (`PULUMI_CONFIG_PASSPHRASE`: the unit would hold it; use a mode-600 file and PULUMI_CONFIG_PASSPHRASE_FILE),
@@ -31,7 +31,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import urllib.parse
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,27 +40,13 @@ from model.profile import Profile, ProfileError
 from model.project import ROOT
 from model.rundir import RunDir
 from model.stackfiles import load_profile as stack_profile
+from scripts.lib import launcher
+from scripts.lib.launcher import STOP_GRACE_S, Refused, launch_environment
 
 UNITS_SCRIPT = ROOT / "scripts" / "host" / "schedule_units.sh"
 LAUNCH_SCRIPT = ROOT / "scripts" / "scheduled_launch.sh"
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# What scripts/env.sh settles for this shell, handed to the service explicitly (DOCKER_HOST only when set).
-CARRIED = (
-    "AGENSH_HOME",
-    "AGENSH_CACHE",
-    "AGENSH_TOOLCHAIN",
-    "PULUMI_HOME",
-    "PULUMI_BACKEND_URL",
-    "PULUMI_CONFIG_PASSPHRASE_FILE",
-    "DOCKER_HOST",
-)
-STOP_GRACE_S = 720  # pulumi gets SIGINT and up to 12 minutes to finish what is in flight
 HEREDOC_END = "AGENSH_SCHEDULE_UNIT_END"
 PLAIN_VALUE = re.compile(r"[A-Za-z0-9_@+=:,./~-]*")  # what a unit file takes unquoted (checked, never escaped)
-
-
-class Refused(Exception):
-    """Scheduling is refused; nothing was written."""
 
 
 def unit_name(stack: str) -> str:
@@ -91,42 +76,13 @@ def start_time(stack: str, p: Profile, now: datetime) -> datetime:
     return t
 
 
-def launch_environment() -> dict[str, str]:
-    """The settings scripts/env.sh gives this shell, as the service must have them; refuses a secret value."""
-    shown = subprocess.run(
-        [
-            "bash",
-            "-c",
-            '. scripts/env.sh && for k in "$@"; do printf "%s=%s\\0" "$k" "${!k:-}"; done',
-            "env",
-            "PULUMI_CONFIG_PASSPHRASE",
-            *CARRIED,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    if shown.returncode:
-        raise Refused(f"scripts/env.sh failed: {shown.stderr.strip()}")
-    values = dict(item.split("=", 1) for item in shown.stdout.split("\0") if item)
-    if values.pop("PULUMI_CONFIG_PASSPHRASE") and not values["PULUMI_CONFIG_PASSPHRASE_FILE"]:
-        raise Refused(
-            "the stack passphrase is set as a value (PULUMI_CONFIG_PASSPHRASE), which the unit file would "
-            "hold; put it in a file (chmod 600) and export PULUMI_CONFIG_PASSPHRASE_FILE=<that file>"
-        )
-    if urllib.parse.urlsplit(values["PULUMI_BACKEND_URL"]).password:
-        raise Refused("PULUMI_BACKEND_URL carries a password, which the unit file would hold")
-    return {"PATH": PATH, "LANG": "C.UTF-8", **{k: v for k, v in values.items() if v}}
-
-
 def service_environment(stack: str, p: Profile, at: datetime, base: dict[str, str]) -> dict[str, str]:
     """Everything the launch service is given: the carried settings and what scheduled_launch.sh needs."""
     env = {
         **base,
         "AGENSH_STACK": stack,
-        "AGENSH_START_AT": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "AGENSH_LAUNCH_RECORD": str(RunDir.of(p).launch_record),
-        "AGENSH_LAUNCH_UNIT": f"{unit_name(stack)}.service",
+        launcher.START_AT_ENV: at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        launcher.UNIT_ENV: f"{unit_name(stack)}.service",
     }
     for key, value in [*env.items(), ("checkout", str(ROOT))]:
         if not PLAIN_VALUE.fullmatch(value):
@@ -146,7 +102,7 @@ def render(stack: str, p: Profile, at: datetime, user: str, env: dict[str, str])
         + "\n".join(
             [
                 "[Unit]",
-                f"Description=agensh: launch stack {stack} (scheduled for {env['AGENSH_START_AT']})",
+                f"Description=agensh: launch stack {stack} (scheduled for {env[launcher.START_AT_ENV]})",
                 "Wants=docker.service",
                 "After=docker.service pbench-reboot-guard.service",
                 "",
@@ -169,7 +125,7 @@ def render(stack: str, p: Profile, at: datetime, user: str, env: dict[str, str])
         + "\n".join(
             [
                 "[Unit]",
-                f"Description=agensh: start stack {stack} at {env['AGENSH_START_AT']}",
+                f"Description=agensh: start stack {stack} at {env[launcher.START_AT_ENV]}",
                 "",
                 "[Timer]",
                 f"OnCalendar={at:%Y-%m-%d %H:%M:%S} UTC",
@@ -262,7 +218,7 @@ def install(stack: str, now: datetime) -> dict[str, str]:
     return {
         **json.loads(out.stdout.strip().splitlines()[-1]),
         "start_at": p.start_at or "",
-        "launch_record": env["AGENSH_LAUNCH_RECORD"],
+        "launch_record": str(RunDir.of(p).launch_record),
     }
 
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -33,6 +35,7 @@ from model.records import KickoffResult, Ramp, Score, Session, WakeResult, ok_re
 from model.rundir import ProfileDir, RunDir
 from model.stackfiles import load_profile
 from model.topology import Layout
+from scripts.lib import launcher
 from scripts.lib.activity import Follower, epoch, reader
 from scripts.lib.step import held, iso
 
@@ -66,12 +69,27 @@ class TaskView(BaseModel):
     repo: Repo
 
 
+class LaunchView(BaseModel):
+    """The stack's launcher, from its launch lock (scripts/lib/launcher.py)."""
+
+    running: bool  # the launcher, or an update it started, holds the lock
+    launcher_alive: bool  # the launcher's own process lives
+    how: str
+    pid: int
+    unit: str | None
+    started: str
+    log: str | None
+    ended: str | None
+    exit: int | None
+
+
 class StatusView(BaseModel):
     stack: str
     profile: str
     run_id: str
     run_dir: str
     at: str
+    launch: LaunchView | None = None  # None: never launched by this project's launcher
     tasks: list[TaskView]
     cannot_see: list[str]
 
@@ -224,6 +242,24 @@ def repo(p: Profile, task: str) -> Repo:
     )
 
 
+def launch_view(rd: RunDir) -> LaunchView | None:
+    r = launcher.read(rd)
+    if r is None:
+        return None
+    alive = r.ended is None and Path(f"/proc/{r.pid}").exists() and r.host == socket.gethostname()
+    return LaunchView(
+        running=launcher.running(rd),
+        launcher_alive=alive,
+        how=r.how,
+        pid=r.pid,
+        unit=r.unit,
+        started=r.started,
+        log=r.log,
+        ended=r.ended,
+        exit=r.exit,
+    )
+
+
 def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusView:
     """`follow` carries the workers' session logs from one refresh to the next (read on, never again whole)."""
     read = reader(p.checkout_convention)  # the activity report the profile's checkout writes
@@ -284,6 +320,7 @@ def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusVi
         run_id=p.run_id,
         run_dir=str(rd.path),
         at=iso(now),
+        launch=launch_view(rd),
         tasks=tasks,
         cannot_see=cannot,
     )
@@ -291,6 +328,7 @@ def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusVi
 
 def render(v: StatusView) -> Group:
     head = Text(f"{v.stack}  run {v.run_id}  {v.at}  ({v.run_dir})", style="bold")
+    launch = Text(f"launch: {describe_launch(v.launch)}")
     tasks = Table("task", "phase", "detail", "main", "merged PRs", "markers", "score", title="tasks")
     for t in v.tasks:
         tasks.add_row(
@@ -326,7 +364,20 @@ def render(v: StatusView) -> Group:
                 str(s.watchdog) if s else "-",
             )
     notes = [Text(f"cannot see: {c}", style="yellow") for c in v.cannot_see]
-    return Group(head, tasks, workers, *notes)
+    return Group(head, launch, tasks, workers, *notes)
+
+
+def describe_launch(v: LaunchView | None) -> str:
+    if v is None:
+        return "none recorded"
+    where = v.unit or f"pid {v.pid}"
+    if v.running and v.launcher_alive:
+        return f"running ({v.how}, {where}, since {v.started})" + (f"; log {v.log}" if v.log else "")
+    if v.running:
+        return f"the launcher ({where}) is gone, but an update it started still runs; `make stop` cannot reach it"
+    if v.ended:
+        return f"ended {v.ended} (exit {v.exit}); `make up` resumes"
+    return f"the launcher ({where}, since {v.started}) died without ending; `make up` resumes"
 
 
 def main(argv: list[str] | None = None) -> int:

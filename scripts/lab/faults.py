@@ -176,7 +176,17 @@ class Sandbox:
         log = self.tmp / f"up{len(self.logs) + 1}.log"
         self.logs.append(log)
         return subprocess.Popen(
-            [*self.enter, "bash", "scripts/host/launch.sh", "up", self.profile, "--yes", "--non-interactive", *extra],
+            [
+                *self.enter,
+                "bash",
+                "scripts/host/launch.sh",
+                "up",
+                self.profile,
+                "--yes",
+                "--foreground",
+                "--non-interactive",
+                *extra,
+            ],
             cwd=self.proj,
             env=self.env,
             stdout=log.open("w"),

@@ -143,7 +143,7 @@ def check_fresh_images(a: PreflightHostInputs) -> str:
 
 def check_state(a: PreflightHostInputs) -> str:
     run = Path(a.run_dir)
-    ours = ("receipts", RunDir(run).launch_record.name)  # what the launch itself wrote before this check
+    ours = ("receipts", *RunDir(run).launch_files)  # what the launch itself wrote before this check
     leftovers = [p.name for p in run.iterdir() if p.name not in ours] if run.exists() else []
     if leftovers:
         raise AssertionError(

@@ -28,7 +28,7 @@ fi
 [ -f "stacks/$STACK.policy.json" ] || cp policies/demo.json "stacks/$STACK.policy.json"  # the demo's relaxations
 "$PY" -m scripts.cli new-stack "$STACK" --from stacks/demo.profile.yaml --env-file none --set "host_units=$host_units"
 say "pulumi up -s $STACK: the policy pack checks the preview before anything changes (the task's budget is 3 minutes)"
-bash scripts/host/launch.sh up "$STACK" --yes
+bash scripts/host/launch.sh up "$STACK" --yes --foreground
 run_dir="$(pulumi stack output -s "$STACK" run_dir)"
 say "done. Run directory: $run_dir"
 echo "--- score (ProgramBench's own helpers) ---"

@@ -26,9 +26,20 @@ def docker(*args: str, check: bool = True, stdin: str | None = None) -> str:
     return out.stdout.strip()
 
 
+def venv_mounts() -> list[str]:
+    """`-v` arguments for the project's venv and the Python it is made from, read-only at their own paths (and the
+    venv also where the project names it, when that is a link), which a launch on the host runs: the checkout sits at
+    the same paths there, as on a real host."""
+    venv = (ROOT / ".venv").resolve()
+    cfg = dict(line.split(" = ", 1) for line in (venv / "pyvenv.cfg").read_text().splitlines() if " = " in line)
+    pairs = {venv: venv, ROOT / ".venv": venv, Path(cfg["home"]).resolve().parent: Path(cfg["home"]).resolve().parent}
+    return [arg for target, source in pairs.items() for arg in ("-v", f"{source}:{target}:ro")]
+
+
 @pytest.fixture
 def systemd_host(tmp_path: Path, docker_engine: None):
-    """A container booting systemd and sshd on an internal network, with this host's Docker socket and client.
+    """A container booting systemd and sshd on an internal network, with this host's Docker socket and client and
+    the project's venv (read-only, at its own path).
     Yields its name, address, its SSH host key, the SSH private key (text and file) accepted for root, and a run id."""
     built = subprocess.run(
         ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True
@@ -69,6 +80,7 @@ def systemd_host(tmp_path: Path, docker_engine: None):
             f"{shutil.which('docker')}:/usr/local/bin/docker:ro",
             "-v",
             f"{key}.pub:/root/.ssh/authorized_keys:ro",
+            *venv_mounts(),
             "agensh-systemd-host:bookworm",
             "/sbin/init",
         )

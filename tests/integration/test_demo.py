@@ -29,7 +29,7 @@ from model.roles import ROLES
 from model.rundir import ProfileDir
 from model.services import secret_key, spec
 from model.topology import Layout
-from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, kill_session, profile_config, project_copy
+from scripts.lab.sandbox import PREVIEW_ENV, free_octet, isolated_env, profile_config, project_copy
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
 from scripts.setup import demo_images, service_images
@@ -123,6 +123,26 @@ def labelled(profile: str) -> dict[str, list[str]]:
         k: subprocess.run(["docker", *cmd, "--filter", f], capture_output=True, text=True).stdout.split()
         for k, cmd in kinds.items()
     }
+
+
+class Detached:
+    """A detached launcher, known by its pid (it leads a session of its own)."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def alive(self) -> bool:
+        try:  # a zombie (not reaped yet) has ended
+            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    def kill_session(self) -> None:
+        subprocess.run(["pkill", "-KILL", "-s", str(self.pid)], capture_output=True)
+        for _ in range(100):
+            if not self.alive():
+                return
+            time.sleep(0.1)
 
 
 def worker_logs(profile: str) -> str:
@@ -248,19 +268,30 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     preview = run("pulumi", "preview", "--non-interactive", "-s", profile, extra=pack_by_env)
     assert "agensh@v0.0.1" in preview.stdout and "mandatory" not in preview.stdout
 
-    # First up, killed (its whole session: `pulumi`, its plugins, the step programs) while the export step waits for
-    # the deadline.
-    log = open(proj / "up1.log", "w")
-    first = subprocess.Popen(
-        ["pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy],
+    # First, the documented launch (`make up`), detached, from a terminal's session that then hangs up: the launch goes
+    # on without it, and a second launch of the stack is refused while it runs. It is killed (its whole session:
+    # the launcher, `pulumi`, its plugins, the step programs) while the export step waits for the deadline.
+    run_dir = data / "20261129t000000z"
+    terminal = subprocess.Popen(
+        ["bash", "scripts/host/launch.sh", "up", profile, "--yes"],
         cwd=proj,
         env=env,
-        stdout=log,
+        stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
     try:
-        run_dir = data / "20261129t000000z"
+        said, _ = terminal.communicate(timeout=300)  # it returns once the update has begun
+    finally:
+        subprocess.run(["pkill", "-HUP", "-s", str(terminal.pid)], capture_output=True)  # the terminal hangs up
+    assert terminal.returncode == 0 and "make stop STACK=" in said, said
+    record = json.loads((run_dir / "launch.lock").read_text())
+    assert record["how"] == "session" and record["ended"] is None, record
+    first = Detached(record["pid"])
+    refused = run("bash", "scripts/host/launch.sh", "up", profile, "--yes", check=False)
+    assert refused.returncode == 2 and "is being launched" in refused.stderr, refused.stdout + refused.stderr
+    try:
         kickoff = run_dir / TASK / "receipts" / "kickoff.json"
         deadline = time.time() + 400
         seen: list[tuple[str, float | None]] = []  # `status --json` while the up runs: (phase, time to the deadline)
@@ -269,21 +300,23 @@ def test_demo_resumes_scores_and_cleans_up(demo):
             view = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)["tasks"][0]
             seen.append((view["phase"], view["time_to_deadline_s"]))
 
-        while not kickoff.exists() and first.poll() is None and time.time() < deadline:
+        while not kickoff.exists() and first.alive() and time.time() < deadline:
             status()
             time.sleep(0.5)
-        assert kickoff.exists(), (proj / "up1.log").read_text()[-3000:]
+        assert kickoff.exists(), (run_dir / "launch.log").read_text()[-30000:]
         for _ in range(3):  # the export step is now waiting for the task's deadline
             status()
             time.sleep(3)
         reach_from_worker_1(profile, proj)
-        assert first.poll() is None and not (run_dir / TASK / "submission.tar.gz").exists()
+        assert first.alive() and not (run_dir / TASK / "submission.tar.gz").exists()
+        launch = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)["launch"]
+        assert launch["running"] and launch["launcher_alive"] and launch["log"] == str(run_dir / "launch.log")
         phases = [phase for phase, _ in seen]
         assert "ramp" in phases and phases.index("ramp") < phases.index("working"), phases
         left = [t for phase, t in seen if phase == "working"]
         assert len(left) >= 2 and left == sorted(left, reverse=True) and left[-1] < left[0], seen
     finally:  # also when an assertion above failed
-        kill_session(first)  # `pulumi`, its plugins and the step programs they run
+        first.kill_session()  # the launcher, `pulumi`, its plugins and the step programs they run
     kicked = json.loads(kickoff.read_text())["result"]
     done = steps_in_state()
     assert {"seed", "wake", "kickoff", "preflight-host", "manifest-start"} <= set(done), done
@@ -304,8 +337,13 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     final = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)["tasks"][0]
     assert (final["phase"], final["score"], final["repo"]["merged_pull_requests"]) == ("scored", 1.0, 1)
     # the steps print one short human line per event: no receipt JSON on the console, no line wider than 160
-    console = (proj / "up1.log").read_text().splitlines() + second.stdout.splitlines()
-    from_steps = [line for line in console if re.match(r"^ [+~-] +command:local:Command \S+ \w+ \(\S+\) \S", line)]
+    console = (run_dir / "launch.log").read_text().splitlines() + second.stdout.splitlines()
+    from_steps = [
+        line
+        for line in console
+        if re.match(r"^ [+~-] +command:local:Command \S+ \w+ \(\S+\) \S", line)
+        and "error: signal: killed" not in line  # the engine's own line for a step the test's kill ended
+    ]
     too_long = [line for line in from_steps if '{"' in line or len(line) > 160]
     assert from_steps and not too_long, too_long
     assert any("wake: worker 2 of 2 awake" in line for line in from_steps)

@@ -86,6 +86,7 @@ def launch(tmp_path: Path, systemd_host):
     def schedule(action: str, start_at: float | None = None) -> subprocess.CompletedProcess[str]:
         if start_at is not None:
             stack_file.write_text(yaml.safe_dump({"config": {**config, "agensh:start_at": iso(start_at)}}))
+            docker("cp", str(stack_file), f"{host['name']}:{stack_file}")  # the launch there reads it
         return subprocess.run(
             [sys.executable, "-m", "scripts.cli", "schedule", action, STACK],
             cwd=proj,
@@ -158,7 +159,7 @@ def test_timer_fires_the_launch_at_the_scheduled_time_and_is_removed(launch, tmp
     assert start_at <= fired <= start_at + 3, (fired, start_at)  # AccuracySec=1s
     # the documented launch (scripts/host/launch.sh): the preview the policy pack checks, then the update
     assert preview[1] == f"preview -s {STACK} --policy-pack policies --non-interactive"
-    assert up[1] == f"up --yes --skip-preview -s {STACK} --policy-pack policies --non-interactive"
+    assert up[1] == f"up --yes --skip-preview --non-interactive -s {STACK} --policy-pack policies"
     preview_env, seen_env = (dict(line.split("=", 1) for line in lines[2:]) for lines in (preview, up))
     assert preview_env["PULUMI_SKIP_CHECKPOINTS"] == "true"
     assert "PULUMI_SKIP_CHECKPOINTS" not in seen_env  # the update keeps its checkpoints: a killed launch resumes

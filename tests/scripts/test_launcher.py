@@ -1,0 +1,93 @@
+"""The launch lock and the detached launch's service (scripts/lib/launcher.py): one launch of a stack at a time, held
+by a live process; a profile directory agensh did not make refused before anything is written in it; the transient
+systemd service after Docker and the guard, in the slice, never restarted, stopped with SIGINT. The detached launch
+itself runs in test_demo (its terminal hung up, a second launch refused, status following it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from model.profile import Profile, parse_profile
+from model.rundir import CREATED_MARKER, RunDir
+from scripts.lab.sandbox import profile_config
+from scripts.lib import launcher
+
+HOLD = """
+import sys, time
+from model.profile import parse_profile
+from scripts.lib import launcher
+import json
+fh, record = launcher.hold("stack-a", parse_profile(json.loads(sys.argv[1])))
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def settings(tmp_path: Path, **over: object) -> dict[str, object]:
+    raw = profile_config("demo.profile.yaml", data_root=str(tmp_path / "data"), **over)
+    return {k.split(":", 1)[1]: v for k, v in raw.items()}
+
+
+def profile(tmp_path: Path, **over: object) -> Profile:
+    return parse_profile(settings(tmp_path, **over))
+
+
+def test_one_launch_at_a_time_and_its_end_recorded(tmp_path: Path):
+    p = profile(tmp_path)
+    rd = RunDir.of(p)
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLD, json.dumps(settings(tmp_path))], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == "held"
+        assert launcher.running(rd)
+        with pytest.raises(launcher.Running) as refused:
+            launcher.hold("stack-a", p)
+        assert refused.value.record is not None and refused.value.record.pid == other.pid
+        assert f"pid {other.pid}" in str(refused.value) and "being launched" in str(refused.value)
+    finally:
+        other.kill()
+        other.wait()
+    assert not launcher.running(rd)  # a killed launcher's lock goes with it
+    fh, record = launcher.hold("stack-a", p)  # so the next launch takes it
+    assert launcher.running(rd) and json.loads(rd.launcher.read_text())["pid"] == record.pid
+    launcher.release(fh, record, 3)
+    ended = launcher.read(rd)
+    assert ended is not None and ended.exit == 3 and ended.ended and not launcher.running(rd)
+    assert (rd.path.parent / CREATED_MARKER).is_file()  # claimed as the profile's data step claims it
+
+
+def test_a_directory_agensh_did_not_make_is_refused_untouched(tmp_path: Path):
+    p = profile(tmp_path)
+    theirs = RunDir.of(p).path.parent
+    theirs.mkdir(parents=True)
+    (theirs / "notes.txt").write_text("someone's")
+    with pytest.raises(launcher.Refused, match="agensh did not create it"):
+        launcher.hold("stack-a", p)
+    assert sorted(f.name for f in theirs.iterdir()) == ["notes.txt"]
+
+
+def test_the_detached_service(tmp_path: Path):
+    log = tmp_path / "launch.log"
+    env = {"PULUMI_CONFIG_PASSPHRASE_FILE": "/home/u/.agensh/passphrase", "PATH": "/usr/bin:/bin"}
+    argv = ["/venv/bin/python", "-m", "scripts.cli", "launch", "up", "cohort", "--yes", "--foreground"]
+    cmd = launcher.systemd_command("cohort", profile(tmp_path), env, log, argv)
+    props = {a.split("=", 1)[1].split("=", 1)[0]: a.split("=", 2)[2] for a in cmd if a.startswith("--property=")}
+    assert cmd[0] == "systemd-run" and "--unit=agensh-up-cohort" in cmd and "--slice=pbench.slice" in cmd
+    assert props["Restart"] == "no" and props["KillSignal"] == "SIGINT" and props["KillMode"] == "mixed"
+    assert props["After"] == "docker.service pbench-reboot-guard.service"
+    assert props["StandardOutput"] == f"append:{log}"
+    assert "--setenv=AGENSH_LAUNCH_HOW=unit" in cmd and "--setenv=AGENSH_LAUNCH_UNIT=agensh-up-cohort.service" in cmd
+    assert cmd[-len(argv) :] == argv and '. scripts/env.sh && exec "$@"' in cmd  # the toolchain on its PATH
+    off = launcher.systemd_command("cohort", profile(tmp_path, host_units="off"), env, log, argv)
+    assert not any(a.startswith("--slice") for a in off) and "--property=After=docker.service" in off
+
+
+def test_stop_without_a_launch_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert launcher.stop("cohort", profile(tmp_path)) == 1
+    assert "no launch of stack cohort is running" in capsys.readouterr().err
