@@ -33,6 +33,7 @@ from model.project import SCRIPTS
 from model.roles import ROLES
 from model.rundir import ProfileDir
 from model.services import Mount, ServiceSpec, spec
+from model.settings import SwarmNode
 from model.topology import Layout, Placement
 
 from .containers import after_image, env_list, health_of, secret_entries, secret_value
@@ -51,7 +52,7 @@ def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def on_node(p: Profile, node: placement.SwarmNode) -> Profile:
+def on_node(p: Profile, node: SwarmNode) -> Profile:
     """The profile as the node sees it: its data is under the node's data root."""
     return p.model_copy(update={"data_root": node.data_root or p.data_root})
 
@@ -159,7 +160,7 @@ class Swarm(pulumi.ComponentResource):
         swarm configs."""
         return any(Path(m.host_path).is_relative_to(root) for root in (self.p.checkout_dir, SCRIPTS))
 
-    def on(self, c: Placement) -> placement.SwarmNode:
+    def on(self, c: Placement) -> SwarmNode:
         return self.s.node(self.plan.node_of(c.role, c.index))
 
     def prepare_nodes(self, after: pulumi.Resource, opts: pulumi.ResourceOptions) -> Step:
@@ -282,7 +283,7 @@ class Swarm(pulumi.ComponentResource):
         return env, refs
 
     def _service(
-        self, resource_name: str, c: Placement, s: ServiceSpec, node: placement.SwarmNode, opts: pulumi.ResourceOptions
+        self, resource_name: str, c: Placement, s: ServiceSpec, node: SwarmNode, opts: pulumi.ResourceOptions
     ) -> docker.Service:
         p, role = self.p, ROLES[c.role]
         env, secret_refs = self._env(s)
