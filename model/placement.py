@@ -11,7 +11,8 @@ after another, so every task's team gets the same nodes.
 The plan is computed here, before anything is created (`python -m scripts.cli plan` prints it); the profile refuses a
 plan that does not fit, and the policy pack checks the rendered services with `fit_problem` (the same rule and numbers,
 handed over through the policy config `Profile.policy_config` writes). The nodes and the policy are settings of
-the profile (`settings.py`); the plan reads nothing else of it. Pure: no Pulumi imports.
+the profile (`settings.py`), and the plan reads the settings alone, nothing derived from them. Pure: no Pulumi
+imports.
 """
 
 from __future__ import annotations
