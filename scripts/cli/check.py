@@ -75,12 +75,17 @@ def streamed(args: list[str], what: str, env: dict[str, str] | None = None) -> t
     assert proc.stdout is not None
     tail: list[str] = []
     last = start = time.monotonic()
-    for line in proc.stdout:
-        tail = [*tail[-19:], line.rstrip()]
-        if time.monotonic() - last >= PROGRESS_EVERY_S:
-            last = time.monotonic()
-            say(f"{what}: {last - start:.0f} s, {line.strip()[:110]}")
-    return proc.wait(), tail
+    try:
+        for line in proc.stdout:
+            tail = [*tail[-19:], line.rstrip()]
+            if time.monotonic() - last >= PROGRESS_EVERY_S:
+                last = time.monotonic()
+                say(f"{what}: {last - start:.0f} s, {line.strip()[:110]}")
+        return proc.wait(), tail
+    finally:  # interrupted: the build or pull ends with the command
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def build_args(p: Profile, checkout: Path, image: PlannedImage, b: Build, revision: str | None) -> list[str]:
@@ -178,6 +183,7 @@ class TemporaryModelPath:
     def _start(self) -> dict[str, str]:
         p = self.p
         secrets = read_secrets(self.stack)
+        self.cleanup.callback(self.remove)  # before anything is made: one interrupted mid-way is removed too
         layout = Layout.of(p)
         kinds = {"internal": True, "egress": p.egress_internal}  # internal: no way out (the egress as the profile says)
         nets = {}
@@ -197,7 +203,6 @@ class TemporaryModelPath:
                     f"cannot make a temporary network on {layout.networks[kind]} ({made.stderr.strip()[:200]}); "
                     "see the subnets check"
                 )
-            self.cleanup.callback(docker, "network", "rm", net)
             nets[kind] = net
         for c in (c for c in layout.placements if c.role in ("model", "egress-proxy")):
             self._run(c, nets, secrets)
@@ -205,6 +210,17 @@ class TemporaryModelPath:
         ready(f"{url}{HEALTH_PATH}", self.name("egress-proxy"))
         say(f"model: a temporary egress proxy answers at {url}")
         return secrets
+
+    def remove(self) -> None:
+        """Every container, then every network, of this profile's check (by name and label): also one whose `docker`
+        command was interrupted after the engine had made it."""
+        made = ["--filter", f"name={self.name('')}", "--filter", contract.profile_filter(self.p.profile)]
+        containers = docker("ps", "-aq", *made).stdout.split()
+        if containers:
+            docker("rm", "--force", *containers)
+        networks = docker("network", "ls", "-q", *made).stdout.split()
+        if networks:
+            docker("network", "rm", *networks)
 
     def _run(self, c: Placement, nets: dict[str, str], secrets: dict[str, str]) -> None:
         """One container of the placement's spec, its secrets in the docker client's environment (never on its
@@ -233,7 +249,6 @@ class TemporaryModelPath:
             s.image,
             env=env,
         )
-        self.cleanup.callback(docker, "rm", "--force", name)
         if run.returncode:
             raise AssertionError(f"cannot start the temporary {c.role} ({run.stderr.strip()[:300]})")
         for kind, ip in more:
@@ -345,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         except StepFailed as failed:
             print(f"\n{failed}\n\nnothing was started; fix the above and run the check again", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what it made goes all the same
+            say("interrupted")
+            return 130
         finally:
             say(f"removing what the check made ({time.monotonic() - start:.0f} s)")
     print(f"check: {args.stack}: every live check passed in {time.monotonic() - start:.0f} s; nothing was left running")

@@ -1,7 +1,8 @@
 """`scripts.cli check`, the live preflight alone, on the demo profile in a copy of the project with its own backend: it
 passes and leaves nothing behind (no container, network or volume, the same stacks and state files); a checkout
 missing a Dockerfile, a subnet another Docker network holds and a missing test blob each fail with their message, and
-still nothing is left."""
+still nothing is left; a check terminated mid-way removes what it made; the host units' status mode reads a systemd
+host without changing it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ import pytest
 import yaml
 
 from model import contract
+from model.project import ROOT
 from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
+from scripts.lib import checks
 from scripts.setup import demo_images
 
 BOARD_DOCKERFILE = "board-service/Dockerfile"
@@ -200,3 +203,65 @@ def test_broken_inputs_fail_with_their_messages_and_leave_nothing(sandbox: Sandb
     assert "model-list: the temporary egress proxy did not start" in failures and "see the subnets check" in failures
     for passed in ("docker", "limits", "ports", "state", "host-units"):
         assert f"check: {passed} ok: " in out.stderr, passed
+
+
+def test_a_terminated_check_removes_what_it_made(sandbox: Sandbox):
+    """SIGTERM while its temporary egress proxy runs: the command ends (130) and its networks and containers go."""
+    before, state = docker_objects(sandbox.profile), state_digest(sandbox.state)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scripts.cli", "check", sandbox.profile],
+        cwd=sandbox.proj,
+        env=sandbox.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    made = f"{contract.PREFIX}-{sandbox.profile}-check-"
+    try:
+        seen: list[str] = []
+        while proc.poll() is None and not seen:
+            names = ["docker", "ps", "-a", "--format", "{{.Names}}", "--filter", f"name={made}"]
+            seen = subprocess.run(names, capture_output=True, text=True).stdout.split()
+            time.sleep(0.1)
+        assert seen, "the check ended before its temporary containers were seen"
+        proc.terminate()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130 and "check: interrupted" in err, err[-2000:]
+    assert docker_objects(sandbox.profile) == before == {k: set() for k in before}
+    assert state_digest(sandbox.state) == state
+
+
+def test_host_units_status_reads_without_changing_anything(systemd_host):
+    """`host_units.sh status` on a systemd host: absent before an install and nothing written (no state directory);
+    after it, the slice present with its memory limit and the guard reused, which the preflight's rule accepts; a slice
+    without a limit it refuses."""
+    name = systemd_host["name"]
+    script = (ROOT / "scripts" / "host" / "host_units.sh").read_text()
+
+    def sh(mode: str, settings: str) -> dict:
+        out = subprocess.run(
+            ["docker", "exec", "-i", name, "sh", "-s", mode], input=settings + script, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    assert sh("status", "OWNER=checkit\n") == {
+        "slice": "absent",
+        "guard": "absent",
+        "guard_exec": "",
+        "slice_memory_max": "infinity",
+    }
+    absent = subprocess.run(["docker", "exec", name, "test", "-e", "/var/lib/agensh"], capture_output=True)
+    assert absent.returncode == 1  # status made no state directory and took no lock
+    guard = "/usr/local/bin/pbench-guard-test"
+    subprocess.run(["docker", "exec", name, "sh", "-c", f"printf '#!/bin/sh\\n' > {guard} && chmod 755 {guard}"])
+    sh("install", f"SLICE_MEMORY_PERCENT=50\nOWNER=checkit\nGUARD_EXEC={guard}\n")
+    found = sh("status", "OWNER=checkit\n")
+    assert (found["slice"], found["guard"], found["guard_exec"]) == ("present", "reused", guard)
+    assert checks.check_units_receipt(found).startswith(f"slice MemoryMax={found['slice_memory_max']}, guard reused")
+    with pytest.raises(AssertionError, match="pbench.slice has no memory limit"):
+        checks.check_units_receipt({**found, "slice_memory_max": "infinity"})
