@@ -10,7 +10,7 @@ from pathlib import Path
 import pulumi
 from pulumi.runtime.config import get_config_env
 
-from model import contract, parts
+from model import checkout, contract, parts
 from model.parts import Part
 from model.profile import NAMESPACE, Profile, ProfileError, from_config_strings, parse_profile
 from model.stackfiles import load_profile
@@ -46,6 +46,10 @@ def load(project_dir: Path) -> tuple[Profile, dict[str, pulumi.Output[str]], Par
             raise pulumi.RunError(f"{parts.WHOLE_PREVIEW_ENV} is for the launch's preview; unset it for an update")
         part = parts.WHOLE if whole else Part("record")
     profile = profile.model_copy(update={"agensh_checkout": str(profile.checkout_path(project_dir))})
+    # the images are declared from the checkout's files: one that does not meet the contract stops the program here,
+    # with every miss, rather than as a traceback halfway through the images
+    if problem := checkout.refusal(profile.checkout_dir, profile.kind == "baseline", profile.checkout_convention):
+        raise pulumi.RunError(f"{prefix}agensh_checkout: {problem}")
     cfg = pulumi.Config(NAMESPACE)
     missing = [k for k in secret_keys if k not in values]
     if missing:

@@ -341,3 +341,15 @@ def check(root: Path, baseline: bool = False, conv: Convention = CONVENTIONS[DEF
     misses = [m for image in (*shared_images(baseline), WORKER_IMAGE) for m in image_misses(root, image)]
     misses += [Miss(p.path, f"missing: {p.read_by}") for p in PROMPTS if not (root / p.path).is_file()]
     return misses + worker_misses(root, conv)
+
+
+def refusal(root: Path, baseline: bool, conv_name: str) -> str | None:
+    """Why a checkout cannot be used with a convention (every miss, one line), or None: the program's, the
+    preflight's and `check`'s one message."""
+    misses = check(root, baseline, convention(conv_name))
+    if not misses:
+        return None
+    return (
+        f"the Agensh checkout {root} does not meet the checkout contract v{VERSION} with the {conv_name} convention "
+        "(docs/checkout.md): " + "; ".join(map(str, misses))
+    )

@@ -60,12 +60,8 @@ def check_units_receipt(receipt: dict[str, str]) -> str:
 
 def check_checkout(a: PreflightHostInputs) -> str:
     """The checkout against the checkout contract, files only: the misses `scripts.cli check-checkout` names."""
-    misses = checkout.check(Path(a.checkout), a.baseline, checkout.convention(a.convention))
-    if misses:
-        raise AssertionError(
-            f"the Agensh checkout {a.checkout} does not meet the checkout contract v{checkout.VERSION} with the "
-            f"{a.convention} convention (docs/checkout.md): " + "; ".join(map(str, misses))
-        )
+    if problem := checkout.refusal(Path(a.checkout), a.baseline, a.convention):
+        raise AssertionError(problem)
     return f"{a.checkout} meets the checkout contract v{checkout.VERSION} with the {a.convention} convention"
 
 
