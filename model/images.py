@@ -10,13 +10,10 @@ Pure Python, no Pulumi.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from . import contract
 from .checkout import AGENT_BASE, AGENT_BASE_IMAGE, COPILOT_VERSION, TASK_IMAGE, WORKER_IMAGE, shared_images
-
-if TYPE_CHECKING:
-    from .profile import Profile
+from .profile import Profile
 
 THIRD_PARTY = ("mysql", "gitea", "mattermost")  # pulled for a team: the profile's <role>_image
 
