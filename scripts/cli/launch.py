@@ -35,9 +35,10 @@ from types import FrameType
 
 from model import parts, steps
 from model.profile import Profile, ProfileError
+from model.project import ROOT
 from model.records import ok_result
 from model.rundir import RunDir
-from model.stackfiles import ROOT, load_profile
+from model.stackfiles import load_profile
 from scripts.lib import launcher
 
 PREVIEW_ENV = ROOT / "scripts" / "setup" / "preview.env"

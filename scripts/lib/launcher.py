@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import IO
 
 from model.profile import Profile
+from model.project import ROOT
 from model.records import Launch
 from model.rundir import ProfileDir, RunDir
-from model.stackfiles import ROOT
 from scripts.lib.step import held, iso
 
 HOW_ENV = "AGENSH_LAUNCH_HOW"  # how the launcher runs: foreground (the default), session, or unit
