@@ -89,12 +89,12 @@ def streamed(args: list[str], what: str, env: dict[str, str] | None = None) -> t
 
 
 def build_args(p: Profile, checkout: Path, image: PlannedImage, b: Build, revision: str | None) -> list[str]:
-    """`docker build` of a planned image as components/images.py has the provider build it."""
+    """`docker build` of a planned image as components/images.py has the provider build it (one host: a swarm profile
+    is not checked here)."""
     args = ["docker", "build", "--file", str(checkout / b.dockerfile), "--tag", image.name]
     args += [f"--build-arg={k}={v}" for k, v in sorted(b.args.items())]
     args += [f"--label={k}={v}" for k, v in sorted(build_labels(p, image, revision).items())]
     args += ["--no-cache"] if p.uncached else []
-    args += ["--network", p.swarm.build_network] if p.swarm and p.swarm.build_network else []
     return [*args, str(checkout / b.context)]
 
 
