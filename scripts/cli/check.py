@@ -43,7 +43,7 @@ from model.profile import NAMESPACE, Profile, ProfileError
 from model.services import HEALTH_PATH, secret_key, secret_setting, spec
 from model.stackfiles import ROOT, load_profile
 from model.topology import Layout, Placement
-from scripts.lib import checks
+from scripts.lib import checks, privilege
 from scripts.lib.step import StepFailed, progress
 
 WHO = "check"
@@ -294,11 +294,11 @@ def check_units(p: Profile) -> str:
     absent = [
         u for u, key in (("pbench.slice", "slice"), ("pbench-reboot-guard.service", "guard")) if found[key] == "absent"
     ]
-    units_dir = Path(os.environ.get("SYSTEMD_UNIT_DIR", "/etc/systemd/system"))
-    if absent and not os.access(units_dir, os.W_OK):
-        raise AssertionError(
-            f"`make up` installs {' and '.join(absent)} in {units_dir}, which this user cannot write: run it as root"
-        )
+    if absent:  # `up` installs them as root, or through passwordless sudo (model/privilege.py)
+        try:
+            privilege.sudo(f"`make up`'s install of {' and '.join(absent)}")
+        except privilege.NotRoot as err:
+            raise AssertionError(str(err)) from None
     after = {
         "guard": found["guard"] if found["guard"] != "absent" else "installed",
         "slice_memory_max": found["slice_memory_max"] if found["slice"] != "absent" else f"{p.slice_memory_percent}%",
