@@ -23,9 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -39,6 +41,7 @@ from model import checkout as checkout_contract
 from model import contract
 from model import step_inputs as si
 from model.images import Build, PlannedImage, build_labels, plan, private
+from model.privilege import missing
 from model.profile import NAMESPACE, Profile, ProfileError
 from model.services import HEALTH_PATH, secret_key, secret_setting, spec
 from model.stackfiles import ROOT, load_profile
@@ -49,6 +52,7 @@ from scripts.lib.step import StepFailed, progress
 WHO = "check"
 HOST_UNITS = ROOT / "scripts" / "host" / "host_units.sh"
 SYSTEMD = Path("/run/systemd/system")  # present where systemd runs
+SSH_FAILED = 255  # ssh's own exit code: no connection, or the host key or the login refused
 PROXY_READY_S = 60
 PROGRESS_EVERY_S = 15  # a long build or pull says where it is this often
 
@@ -273,32 +277,59 @@ def ready(url: str, container: str) -> None:
     )
 
 
+def on_host(p: Profile, command: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """A command on the host of the profile's host units: this one, or (host_units=remote) over SSH with the
+    profile's key, its pinned host key and no prompt."""
+    if p.host_units == "local":
+        return subprocess.run(command, input=stdin, capture_output=True, text=True)
+    assert p.ssh_host is not None, "the profile refuses host_units=remote without ssh_host"
+    with tempfile.TemporaryDirectory() as tmp:
+        known = Path(tmp) / "known_hosts"
+        host = p.ssh_host if p.ssh_port == 22 else f"[{p.ssh_host}]:{p.ssh_port}"
+        known.write_text(f"{host} {p.ssh_host_key}\n")
+        ssh = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}"]
+        ssh += ["-o", "ConnectTimeout=15", "-p", str(p.ssh_port)]
+        ssh += ["-i", str(Path(p.ssh_key_path).expanduser())] if p.ssh_key_path else []
+        return subprocess.run(
+            [*ssh, f"{p.ssh_user}@{p.ssh_host}", shlex.join(command)], input=stdin, capture_output=True, text=True
+        )
+
+
 def check_units(p: Profile) -> str:
-    """What `up` will find of pbench.slice and the reboot guard (scripts/host/host_units.sh status, which changes
-    nothing), judged by the preflight's rule as the install would leave them."""
+    """What `up` will find of pbench.slice and the reboot guard on their host (scripts/host/host_units.sh status,
+    which changes nothing), judged by the preflight's rule as the install would leave them."""
     if p.host_units == "off":
         return "host units off in this profile"
-    if p.host_units == "remote":
-        raise checks.CheckWarning(f"host_units=remote: the units on {p.ssh_host} are checked at `make up`")
-    if not SYSTEMD.is_dir():
+    where = "this host" if p.host_units == "local" else f"{p.ssh_user}@{p.ssh_host}"
+    probe = on_host(p, ["test", "-d", str(SYSTEMD)])
+    if probe.returncode == SSH_FAILED and p.host_units == "remote":
         raise AssertionError(
-            "host_units=local needs systemd, which this host does not run: "
+            f"cannot reach {where} over SSH ({(probe.stderr.strip().splitlines() or ['no answer'])[-1][:200]}): "
+            "check ssh_host, ssh_port, ssh_user, "
+            "ssh_key_path and ssh_host_key"
+        )
+    if probe.returncode:
+        raise AssertionError(
+            f"host_units={p.host_units} needs systemd, which {where} does not run: "
             f"`.venv/bin/python -m scripts.cli new-stack {p.profile} --set host_units=off`"
         )
-    out = subprocess.run(
-        ["sh", "-s", "status"], input=f"OWNER={p.profile}\n" + HOST_UNITS.read_text(), capture_output=True, text=True
-    )
+    out = on_host(p, ["sh", "-s", "status"], f"OWNER={p.profile}\n" + HOST_UNITS.read_text())
     if out.returncode:
-        raise AssertionError(f"host_units.sh status failed: {out.stderr.strip()[:300]}")
+        raise AssertionError(f"host_units.sh status on {where} failed: {out.stderr.strip()[:300]}")
     found = json.loads(out.stdout)
     absent = [
         u for u, key in (("pbench.slice", "slice"), ("pbench-reboot-guard.service", "guard")) if found[key] == "absent"
     ]
-    if absent:  # `up` installs them as root, or through passwordless sudo (model/privilege.py)
+    what = f"`make up`'s install of {' and '.join(absent)}"
+    if absent and p.host_units == "local":  # `up` installs them as root, or through passwordless sudo
         try:
-            privilege.sudo(f"`make up`'s install of {' and '.join(absent)}")
+            privilege.sudo(what)
         except privilege.NotRoot as err:
             raise AssertionError(str(err)) from None
+    elif absent and on_host(p, ["sh", "-c", '[ "$(id -u)" = 0 ] || sudo -n true']).returncode:  # as the install asks
+        raise AssertionError(
+            missing(what, f"{p.ssh_user} on {p.ssh_host}", "sudo asks for a password, or this user may not use it")
+        )
     after = {
         "guard": found["guard"] if found["guard"] != "absent" else "installed",
         "slice_memory_max": found["slice_memory_max"] if found["slice"] != "absent" else f"{p.slice_memory_percent}%",

@@ -19,7 +19,9 @@ import pytest
 import yaml
 
 from model import contract
+from model.profile import parse_profile
 from model.project import ROOT
+from scripts.cli import check as check_command
 from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
 from scripts.lib import checks
 from scripts.setup import demo_images
@@ -265,3 +267,31 @@ def test_host_units_status_reads_without_changing_anything(systemd_host):
     assert checks.check_units_receipt(found).startswith(f"slice MemoryMax={found['slice_memory_max']}, guard reused")
     with pytest.raises(AssertionError, match="pbench.slice has no memory limit"):
         checks.check_units_receipt({**found, "slice_memory_max": "infinity"})
+
+
+def test_remote_host_units_are_read_over_ssh(systemd_host, tmp_path: Path):
+    """host_units=remote: the status is read on the profile's host over SSH with its key and pinned host key; units
+    absent there pass (root installs them at `up`); another host key is refused before anything runs there."""
+    settings = {
+        "profile": "checkit-remote",
+        "run_id": "20261129t000000z",
+        "tasks": ["testorg__calculator.abc1234"],
+        "llm_upstream": "http://m.example",
+        "agensh_checkout": "/x",
+        "host_units": "remote",
+        "ssh_host": systemd_host["ip"],
+        "ssh_host_key": systemd_host["host_key"],
+        "ssh_key_path": systemd_host["key_path"],
+    }
+    p = parse_profile(settings)
+    found = check_command.check_units(p)
+    assert found.startswith("slice MemoryMax=")
+    assert found.endswith("(up installs pbench.slice and pbench-reboot-guard.service)")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    other = (tmp_path / "other.pub").read_text().rsplit(" ", 1)[0]  # a key the host does not have
+    wrong = parse_profile({**settings, "ssh_host_key": other})
+    with pytest.raises(
+        AssertionError,
+        match=r"cannot reach root@\S+ over SSH \(Host key verification failed.\): check ssh_host, ssh_port",
+    ):
+        check_command.check_units(wrong)
