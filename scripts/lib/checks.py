@@ -164,7 +164,10 @@ def check_subnets(a: PreflightHostInputs) -> str:
             if net.overlaps(mine) and not dev.startswith("br-"):
                 raise AssertionError(f"subnet {mine} collides with the host route {dest} dev {dev}")
     for nid in sh("docker", "network", "ls", "-q").stdout.split():
-        info = json.loads(sh("docker", "network", "inspect", nid).stdout)[0]
+        found = json.loads(sh("docker", "network", "inspect", nid).stdout or "[]")
+        if not found:  # removed since the listing (a neighbour's destroy)
+            continue
+        info = found[0]
         if info["Name"] in own_names:
             continue
         for cfg in (info.get("IPAM") or {}).get("Config") or []:
