@@ -18,9 +18,9 @@ from model import contract, steps
 from model.records import BranchProtection, SeedResult
 from model.rundir import RUN_FAILED
 from model.step_inputs import CleanroomCopy, SeedInputs
+from scripts.lib import privilege
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
-from scripts.lib.privilege import chown
 from scripts.lib.step import StepFailed, progress, step_main
 
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
@@ -42,10 +42,15 @@ def workspace_from_image(c: CleanroomCopy, dest: Path) -> list[str]:
 
 
 def archive_dirs(paths: list[str]) -> None:
-    """Workers (the contract's worker uid) seal their archives into these host directories at shutdown."""
-    for path in paths:
-        Path(path).mkdir(parents=True, exist_ok=True)
-    chown(paths, contract.WORKER_UID, contract.WORKER_UID, "making the workers' archive directories theirs")
+    """Workers (the contract's worker uid) seal their archives into these host directories at shutdown. The profile's
+    data folder may be Docker's (it makes a missing bind source as root): then they are made as root too."""
+    what = "making the workers' archive directories theirs"
+    try:
+        for path in paths:
+            Path(path).mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        privilege.run(["mkdir", "-p", "--", *paths], what, check=True, capture_output=True, text=True)
+    privilege.chown(paths, contract.WORKER_UID, contract.WORKER_UID, what)
 
 
 def main_protection(gitea: str, repo: str, auth: tuple[str, str]) -> BranchProtection | None:

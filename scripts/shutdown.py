@@ -13,6 +13,7 @@ scripts/lib/activity.py) is kept as `activity.jsonl` beside its archive and summ
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from model import steps
+from model import contract, steps
 from model.checkout import ARCHIVE
 from model.records import ShutdownResult
 from model.rundir import RunDir
@@ -35,6 +36,7 @@ from scripts.swarm_nodes import collect
 
 ArchiveState = Literal["ok", "missing", "corrupt"]
 ROUTER_GRACE_S = 10
+KEPT = "activity.jsonl"  # the session's events, beside the archive
 HANDLER_WAIT_S = 30  # how long a restarted worker may take to be ready to seal
 
 
@@ -85,6 +87,24 @@ def reseal(a: ShutdownInputs, stopped: list[str]) -> dict[str, ArchiveState]:
     return {name: verify(Path(a.workers[name])) for name in stopped}
 
 
+def keep(worker: str, archive_dir: Path, data: bytes, service: bool) -> None:
+    """`activity.jsonl` beside the worker's archive, preserved with it. A container's goes through Docker into its
+    archive mount, owned by the worker's uid: the folder is the worker's, which an operator who is not root may not
+    write, and a link the agent left there resolves inside the container, never on the host. A swarm worker's archive
+    was collected onto this host (`collect`): written there."""
+    if service:
+        (archive_dir / KEPT).write_bytes(data)
+        return
+    tar = io.BytesIO()
+    with tarfile.open(fileobj=tar, mode="w") as out:
+        info = tarfile.TarInfo(KEPT)
+        info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+        info.uid = info.gid = contract.WORKER_UID
+        out.addfile(info, io.BytesIO(data))
+    cp = ["docker", "cp", "-", f"{worker}:{ARCHIVE.mount}"]
+    subprocess.run(cp, input=tar.getvalue(), capture_output=True, check=True)
+
+
 def shutdown(a: ShutdownInputs) -> ShutdownResult:
     progress(f"shutdown: {len(a.workers)} workers get up to {a.grace_s} s to seal archives")
     stop(list(a.workers), a.grace_s, a.services)
@@ -101,7 +121,7 @@ def shutdown(a: ShutdownInputs) -> ShutdownResult:
     for name, d in a.workers.items():
         events = read.events(name, a.services)
         if events:
-            activity.keep(events, Path(d) / "activity.jsonl")
+            keep(name, Path(d), activity.jsonl(events), a.services)
         sessions[name] = read.session(events)
     stop(a.routers, ROUTER_GRACE_S, a.services)
     bad = {n: s for n, s in archives.items() if s != "ok"}

@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from model.checkout import CONVENTIONS, DEMO_LOG, ActivityReport
 from model.records import Session
@@ -116,10 +116,9 @@ def session(report: ActivityReport, events: list[dict]) -> Session:
     )
 
 
-def keep(events: list[dict], dest: Path) -> None:
-    """The events as JSON lines at `dest` (beside the agent's archive, so they are preserved with it), as the worker
-    wrote them."""
-    dest.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in events))
+def jsonl(events: list[dict]) -> bytes:
+    """The events as JSON lines, as the worker wrote them: what the shutdown keeps beside the agent's archive."""
+    return "".join(json.dumps(e, sort_keys=True) + "\n" for e in events).encode()
 
 
 class Reader(ABC):

@@ -32,6 +32,7 @@ from model.profile import Profile
 from model.project import ROOT
 from model.records import Launch
 from model.rundir import ProfileDir, RunDir
+from scripts.lib import privilege
 from scripts.lib.step import held, iso
 
 HOW_ENV = "AGENSH_LAUNCH_HOW"  # how the launcher runs: foreground (the default), session, or unit
@@ -218,6 +219,7 @@ def systemd_command(stack: str, p: Profile, env: dict[str, str], log: Path, argv
         "--collect",
         f"--description=agensh: launch of stack {stack}",
         f"--working-directory={ROOT}",
+        *([] if privilege.is_root() else [f"--uid={os.geteuid()}", f"--gid={os.getegid()}"]),  # the caller's, by sudo
         *([f"--slice={SLICE}"] if p.host_units != "off" else []),
         *(f"--property={prop}" for prop in props),
         *(f"--setenv={k}={v}" for k, v in sorted({**env, UNIT_ENV: f"{unit}.service", HOW_ENV: "unit"}.items())),
@@ -245,10 +247,14 @@ def detach(stack: str, p: Profile, args: list[str]) -> int:
     if systemd_runs():
         try:
             env = {**launch_environment(), ID_ENV: launch_id}
+            as_root = privilege.sudo("a detached launch, a systemd service (systemd-run)")
         except Refused as err:
             print(f"launch: {err}", file=sys.stderr)
             return 2
-        started = subprocess.run(systemd_command(stack, p, env, log, argv), capture_output=True, text=True)
+        except privilege.NotRoot as err:
+            print(f"launch: {err}; or keep the launch in this terminal (FOREGROUND=1)", file=sys.stderr)
+            return 2
+        started = subprocess.run([*as_root, *systemd_command(stack, p, env, log, argv)], capture_output=True, text=True)
         if started.returncode:
             print(f"launch: systemd-run failed: {started.stderr.strip()}", file=sys.stderr)
             return 1
@@ -312,9 +318,16 @@ def stop(stack: str, p: Profile) -> int:
         print(f"stop: no launch of stack {stack} is running", file=sys.stderr)
         return 1
     if record.unit and systemd_runs():
-        sent = subprocess.run(
-            ["systemctl", "kill", "--signal=SIGINT", "--kill-whom=main", record.unit], capture_output=True, text=True
-        )
+        try:
+            sent = privilege.run(
+                ["systemctl", "kill", "--signal=SIGINT", "--kill-whom=main", record.unit],
+                f"stopping {record.unit} (systemctl kill)",
+                capture_output=True,
+                text=True,
+            )
+        except privilege.NotRoot as err:
+            print(f"stop: {err}", file=sys.stderr)
+            return 1
         if sent.returncode:
             print(f"stop: systemctl kill {record.unit}: {sent.stderr.strip()}", file=sys.stderr)
             return 1

@@ -3,9 +3,11 @@
 # debootstrap a minimal Debian bookworm rootfs and `docker import` it as agensh-base:bookworm-<key>
 # (also tagged agensh-base:bookworm). Idempotent: skips if the image exists, and reuses the cached
 # rootfs tarball in ${AGENSH_CACHE:-$HOME/.cache/agensh}/base/ (outside the checkout).
-# Usage: sudo scripts/setup/base_image.sh [eval|systemd]   (needs root: debootstrap chroots and creates device nodes)
+# Usage: sudo scripts/setup/base_image.sh [eval|systemd|user]   (needs root: debootstrap chroots and creates device nodes)
 #   eval (default): agensh-base:bookworm, for evaluation containers and the demo's stand-ins.
 #   systemd: agensh-systemd-host:bookworm, a host that boots systemd with sshd (tests of the host units).
+#   user: agensh-user-host:bookworm, a host where a user with passwordless sudo runs the demo (tests/integration/
+#     test_not_root.py: this machine's Docker, venv and toolchain mounted in).
 # Env: DEBIAN_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
 
@@ -22,7 +24,10 @@ case "$FLAVOR" in
   systemd) NAME=agensh-systemd-host
     PACKAGES="systemd,systemd-sysv,dbus,openssh-server,procps,ca-certificates,tar,bash,gzip"
     CMD='["/sbin/init"]' ;;
-  *) echo "usage: $0 [eval|systemd]" >&2; exit 2 ;;
+  user) NAME=agensh-user-host
+    PACKAGES="sudo,git,ca-certificates,curl,iproute2,procps,xz-utils,tar,bash,gzip"
+    CMD='["bash"]' ;;
+  *) echo "usage: $0 [eval|systemd|user]" >&2; exit 2 ;;
 esac
 # Version key: change any of these and a new image/tarball is built; old ones stay until removed by hand.
 VERSION="v1 $SUITE minbase $PACKAGES"
@@ -38,7 +43,12 @@ if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   docker tag "$IMAGE" "$NAME:$SUITE"
   say "$IMAGE already present (tagged $NAME:$SUITE); nothing to do"; exit 0
 fi
-[ "$(id -u)" = 0 ] || { echo "base_image: must run as root (debootstrap); try: sudo $0" >&2; exit 1; }
+if [ "$(id -u)" != 0 ]; then  # a user with passwordless sudo builds it as root, never asked for a password
+  sudo -n true 2>/dev/null || { echo "base_image: building $IMAGE needs root (debootstrap chroots and creates device \
+nodes); $(id -un) is not root and sudo -n cannot run (sudo asks for a password, or this user may not use it): run it \
+as root, or give this user passwordless sudo" >&2; exit 1; }
+  exec sudo -n env AGENSH_CACHE="${CACHE%/base}" DEBIAN_MIRROR="$MIRROR" bash "$0" "$FLAVOR"
+fi
 mkdir -p "$CACHE"
 
 if [ -s "$TARBALL" ]; then

@@ -20,10 +20,16 @@ step() {
 
 apt_updated=""
 apt_install() {
-  [ "$(id -u)" = 0 ] || die "cannot install $* without root; install them by hand: sudo apt-get install -y $*"
+  local as=()  # root, or a user's passwordless sudo (never a password prompt)
+  if [ "$(id -u)" != 0 ]; then
+    sudo -n true 2>/dev/null || die "installing $* needs root; $(id -un) is not root and sudo -n cannot run (sudo asks \
+for a password, or this user may not use it): install them by hand (sudo apt-get install -y $*), or give this user \
+passwordless sudo"
+    as=(sudo -n)
+  fi
   command -v apt-get >/dev/null || die "no apt-get on this machine; install by hand: $*"
-  [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  [ -n "$apt_updated" ] || { "${as[@]}" apt-get update -qq; apt_updated=1; }
+  "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 host_tools() {

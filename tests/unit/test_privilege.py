@@ -101,3 +101,12 @@ def test_chown_as_a_user_goes_through_sudo(tmp_path, not_root, monkeypatch):
     privilege.chown([str(target)], 10000, 10000, "making archive directories the workers'")
     assert (target.stat().st_uid, target.stat().st_gid) == (10000, 10000)
     assert log.read_text().splitlines()[-1] == f"-n chown 10000:10000 -- {target}"
+
+
+def test_a_users_detached_launch_is_a_service_that_runs_as_that_user(tmp_path, not_root):
+    """systemd-run (through sudo -n) starts the launch with the caller's uid and gid, never as root."""
+    from scripts.lib import launcher
+    from tests.scripts.test_launcher import profile
+
+    cmd = launcher.systemd_command("cohort", profile(tmp_path), {"PATH": "/usr/bin"}, tmp_path / "launch.log", ["up"])
+    assert cmd[0] == "systemd-run" and "--uid=4242" in cmd and f"--gid={os.getegid()}" in cmd
