@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from model.privilege import as_root
 from model.project import ROOT
 from scripts.setup import demo_images
 from tests.integration.conftest import docker, venv_mounts
@@ -28,14 +29,19 @@ USER, UID = "researcher", 4242  # not root, not the workers' uid
 IMAGE = "agensh-user-host:bookworm"
 
 
-@pytest.fixture
-def user_host(tmp_path: Path, pulumi_engine: str, base_image: str) -> Iterator[tuple[str, Path, str]]:
-    """The user's host: a container with USER (passwordless sudo, in the group of this host's Docker socket) whose
-    home is in the sandbox. Yields the container, the project copy and the profile; all is removed after."""
+def user_image() -> str:
     built = subprocess.run(
         ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "user"], capture_output=True, text=True
     )
     assert built.returncode == 0, built.stdout + built.stderr
+    return IMAGE
+
+
+@pytest.fixture
+def user_host(tmp_path: Path, pulumi_engine: str, base_image: str) -> Iterator[tuple[str, Path, str]]:
+    """The user's host: a container with USER (passwordless sudo, in the group of this host's Docker socket) whose
+    home is in the sandbox. Yields the container, the project copy and the profile; all is removed after."""
+    image = user_image()
     blobs = str(demo_images.BLOBS)  # made by the sandbox (demo_images), read by the evaluation at this path
     with demo_sandbox(tmp_path, "notroot", eval_blob_dir=blobs) as (proj, profile, *_):
         home = tmp_path / "home"
@@ -65,7 +71,7 @@ def user_host(tmp_path: Path, pulumi_engine: str, base_image: str) -> Iterator[t
                 f"{blobs}:{blobs}:ro",
                 "-v",
                 f"{tmp_path}:{tmp_path}",
-                IMAGE,
+                image,
                 "sleep",
                 "infinity",
             )
@@ -136,3 +142,38 @@ def test_the_demo_runs_and_is_destroyed_by_a_user_with_passwordless_sudo(user_ho
     assert labelled(profile) == {"containers": [], "networks": [], "volumes": [], "images": []}
     assert json.loads((tmp_path / "traj" / f"{profile}.20261129t000000z" / TASK / "score.json").read_text())["score"]
     print(f"as {USER}: launch to 1.0 in {took_up:.0f} s, destroy in {took_destroy:.0f} s")
+
+
+def test_a_sudo_that_asks_for_a_password_is_refused_at_once_with_what_is_missing(docker_engine: None):
+    """A real sudo that wants a password (the user may run anything, with their password): the steps' helper and the
+    host units' wrapper fail at once, saying what needs root and how to give it; nothing waits for a prompt."""
+    name = f"agensh-test-user-{uuid.uuid4().hex[:8]}"
+    mounts = [arg for part in ("model", "scripts") for arg in ("-v", f"{ROOT / part}:/opt/agensh/{part}:ro")]
+    made = f"chmod 755 /root && useradd -m {USER} && echo '{USER} ALL=(ALL) ALL' > /etc/sudoers.d/{USER}"
+    helper = "from scripts.lib import privilege; privilege.run(['true'], 'deleting a test folder')"
+    wrapped = as_root("sh -s install", "installing the host units")
+    try:
+        docker("run", "-d", "--name", name, "--label", f"agensh.test={name}", "--network", "none", *mounts,
+               *venv_mounts(), user_image(), "sleep", "infinity")  # fmt: skip
+        docker("exec", name, "sh", "-c", made)
+        said = {}
+        for what, argv in (
+            ("helper", [str(ROOT / ".venv" / "bin" / "python"), "-c", helper]),
+            ("units", ["sh", "-c", wrapped]),
+        ):
+            out = subprocess.run(
+                ["docker", "exec", "-i", "-u", USER, "-w", "/opt/agensh", name, *argv],
+                input="echo installed\n",
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert out.returncode == 1 and "installed" not in out.stdout, out.stdout + out.stderr
+            said[what] = out.stderr
+    finally:
+        docker("rm", "-f", name, check=False)
+    for what in ("deleting a test folder", "installing the host units"):
+        text = said["helper" if what.startswith("deleting") else "units"]
+        assert f"{what} needs root; {USER} is not root and `sudo -n` cannot run" in text, text
+        assert "give this user passwordless sudo" in text
+    assert "sudo: a password is required" in said["helper"]  # sudo's own word, passed on
