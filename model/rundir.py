@@ -242,9 +242,10 @@ class RunDir:
         return [m for m in MARKERS if self.marker(task_id, m).exists() or self.marker(None, m).exists()]
 
     def uncopied(self, path: Path, copier: str) -> bool:
-        """What the copy of a run leaves out: step locks, and the receipt of the step that makes the copy (`copier`:
-        it is written after the copy)."""
-        return path.suffix == LOCK_SUFFIX or path == self.receipt(copier)
+        """What the copy of a run leaves out: locks (a step's, the launcher's), the receipt of the step that makes the
+        copy (`copier`: it is written after the copy) and the launch's log, which the launcher writes on after the
+        copy and adds to it as it ends (scripts/lib/launcher.py)."""
+        return path.suffix == LOCK_SUFFIX or path in (self.receipt(copier), self.launch_log)
 
     def task_ids(self) -> list[str]:
         """Task directories present (a task appears once a step wrote into it)."""

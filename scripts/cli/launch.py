@@ -37,7 +37,7 @@ from model import parts, steps
 from model.profile import Profile, ProfileError
 from model.project import ROOT
 from model.records import ok_result
-from model.rundir import RunDir
+from model.rundir import CopyDir, RunDir
 from model.stackfiles import load_profile
 from scripts.lib import launcher
 
@@ -188,7 +188,7 @@ def launch(stack: str, p: Profile, yes: bool, rest: list[str]) -> int:
         elif code == 0:
             code = 1
     finally:
-        launcher.release(fh, record, code)
+        launcher.release(fh, record, code, CopyDir.of(p.traj_root, p.profile, p.run_id))
     return code
 
 

@@ -31,8 +31,8 @@ from typing import IO
 from model.profile import Profile
 from model.project import ROOT
 from model.records import Launch
-from model.rundir import ProfileDir, RunDir
-from scripts.lib import privilege
+from model.rundir import CopyDir, ProfileDir, RunDir
+from scripts.lib import copies, privilege
 from scripts.lib.step import held, iso
 
 HOW_ENV = "AGENSH_LAUNCH_HOW"  # how the launcher runs: foreground (the default), session, or unit
@@ -155,8 +155,14 @@ def write(fh: IO[str], record: Record) -> None:
     os.fsync(fh.fileno())
 
 
-def release(fh: IO[str], record: Record, code: int) -> None:
-    """Record the launch's end and exit status, then let the lock go."""
+def release(fh: IO[str], record: Record, code: int, copy: CopyDir) -> None:
+    """Add the launch's log to the run's verified copy, when the run made it (the copy leaves the log out while the
+    launcher writes it), record the launch's end and exit status, then let the lock go."""
+    if record.log and copy.path.is_dir():
+        print(f"launch: ended (exit {code}); its log goes to the run's verified copy, {copy.path}", flush=True)
+        rd = RunDir(Path(record.log).parent)
+        for problem in copies.refresh(rd, copy, [rd.launch_log]).problems:
+            print(f"launch: {problem}", file=sys.stderr, flush=True)
     record.ended, record.exit = iso(time.time()), code
     write(fh, record)
     fh.close()

@@ -1,8 +1,9 @@
 """The demo pipeline through the real engine, in a copy of the project with its own backend and profile:
-the policy pack passes it; an `up` killed during the export wait resumes and finishes with score 1.0 without
-re-running completed steps; the real Gitea refuses a direct push to `main` and the merged pull request's merge commit
-is the exported HEAD; MariaDB runs with the profile's max_connections; a further `up` changes nothing; destroy leaves
-nothing labelled behind."""
+the policy pack passes it; the documented launch, detached from a terminal that hangs up, killed during the export
+wait, resumes detached and finishes on its own with score 1.0 without re-running completed steps, `status` following
+it and a second launch refused while one runs; the real Gitea refuses a direct push to `main` and the merged pull
+request's merge commit is the exported HEAD; MariaDB runs with the profile's max_connections; a further `up` changes
+nothing; destroy leaves nothing labelled behind."""
 
 from __future__ import annotations
 
@@ -321,10 +322,22 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     done = steps_in_state()
     assert {"seed", "wake", "kickoff", "preflight-host", "manifest-start"} <= set(done), done
 
-    # The next up resumes (after `pulumi cancel` drops the killed run's lock): completed steps stay done (the engine
-    # does not create them again), the export waits only for what remains.
+    # The next `make up` resumes (after `pulumi cancel` drops the killed run's lock), detached again, and finishes on
+    # its own while `status` follows it: completed steps stay done (the engine does not create them again), the
+    # export waits only for what remains.
     run("pulumi", "cancel", "--yes", "--non-interactive", "-s", profile)
-    second = run("pulumi", "up", "--yes", "--non-interactive", "-s", profile, *policy)
+    resumed = run("bash", "scripts/host/launch.sh", "up", profile, "--yes")  # returns once its update has begun
+    assert "make stop STACK=" in resumed.stdout, resumed.stdout
+    ends = time.time() + 600
+    while (launch := json.loads((run_dir / "launch.lock").read_text()))["ended"] is None and time.time() < ends:
+        following = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)
+        assert following["launch"]["running"] or json.loads((run_dir / "launch.lock").read_text())["ended"]
+        time.sleep(5)
+    assert launch["exit"] == 0, (run_dir / "launch.log").read_text()[-3000:]
+    ended = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)["launch"]
+    assert (ended["running"], ended["exit"]) == (False, 0), ended
+    launch_log = (run_dir / "launch.log").read_bytes()  # the launcher added its whole log to the verified copy
+    assert (traj / f"{profile}.20261129t000000z" / "launch.log").read_bytes() == launch_log
     after = steps_in_state()
     for step in ("seed", "wake", "kickoff", "preflight-host", "manifest-start"):
         assert after[step] == done[step], step  # the same resource, never created again
@@ -337,7 +350,7 @@ def test_demo_resumes_scores_and_cleans_up(demo):
     final = json.loads(run(sys.executable, "-m", "scripts.cli", "status", profile, "--json").stdout)["tasks"][0]
     assert (final["phase"], final["score"], final["repo"]["merged_pull_requests"]) == ("scored", 1.0, 1)
     # the steps print one short human line per event: no receipt JSON on the console, no line wider than 160
-    console = (run_dir / "launch.log").read_text().splitlines() + second.stdout.splitlines()
+    console = (run_dir / "launch.log").read_text().splitlines()  # both launches
     from_steps = [
         line
         for line in console

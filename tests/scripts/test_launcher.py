@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from model.profile import Profile, parse_profile
-from model.rundir import CREATED_MARKER, RunDir
+from model.rundir import CREATED_MARKER, CopyDir, RunDir
 from scripts.lab.sandbox import profile_config
 from scripts.lib import launcher
 
@@ -54,11 +54,17 @@ def test_one_launch_at_a_time_and_its_end_recorded(tmp_path: Path):
         other.kill()
         other.wait()
     assert not launcher.running(rd)  # a killed launcher's lock goes with it
-    fh, record = launcher.hold("stack-a", p)  # so the next launch takes it
+    fh, record = launcher.hold("stack-a", p, rd.launch_log)  # so the next launch takes it
     assert launcher.running(rd) and json.loads(rd.launcher.read_text())["pid"] == record.pid
-    launcher.release(fh, record, 3)
+    rd.launch_log.write_text("the launch's output\n")
+    copy = CopyDir.of(str(tmp_path / "traj"), p.profile, p.run_id)
+    copy.path.mkdir(parents=True)  # the run made its verified copy, which leaves the log out while it is written
+    assert rd.uncopied(rd.launch_log, "preserve-run") and rd.uncopied(rd.launcher, "preserve-run")
+    launcher.release(fh, record, 3, copy)
     ended = launcher.read(rd)
     assert ended is not None and ended.exit == 3 and ended.ended and not launcher.running(rd)
+    assert (copy.path / "launch.log").read_text() == "the launch's output\n"  # added to the copy as it ended
+    assert "launch.log" in json.loads(copy.sums.read_text())
     assert (rd.path.parent / CREATED_MARKER).is_file()  # claimed as the profile's data step claims it
 
 
