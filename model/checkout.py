@@ -208,7 +208,7 @@ class Convention:
 CONVENTIONS = {
     c.name: c
     for c in (
-        Convention("demo", DEMO_LOG, SelfCheck("pbench-selfcheck", ("board=True", "copilot=yes"))),  # stacks/demo
+        Convention("demo", DEMO_LOG, SelfCheck("pbench-selfcheck", ("board=True", "copilot=yes"))),  # demo/checkout
         Convention(  # the second test checkout's (tests/checkouts/cc_log)
             "cc-log", CC_LOG, SelfCheck("agensh-selfcheck", ("selfcheck=ok", "cli=present"))
         ),

@@ -11,3 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
+# The demo's stand-in Agensh checkout and the sources of its real service images (Gitea, MariaDB), relative to a
+# project: to this one (ROOT / DEMO_CHECKOUT) or to a copy of it (scripts/lab/sandbox.py).
+DEMO_CHECKOUT = Path("demo", "checkout")
+DEMO_SERVICES = Path("demo", "services")

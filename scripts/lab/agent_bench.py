@@ -39,13 +39,13 @@ from model.checkout import (
     TASK_IMAGE,
     WORKER_IMAGE,
 )
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from scripts.cli.status import mib
 from scripts.lab.sandbox import free_octet
 from scripts.lib import activity
 from scripts.setup import copilot_cli, demo_images
 
-DEMO = ROOT / "stacks" / "demo"
+DEMO = ROOT / DEMO_CHECKOUT
 READ = activity.reader(DEFAULT_CONVENTION)  # the demo checkout's activity report
 RUN = os.getpid()
 LABEL = f"agensh.bench=agents-{RUN}"

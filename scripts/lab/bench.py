@@ -58,6 +58,7 @@ from model import contract, parts, topology
 from model.catalog import tasks as catalog
 from model.checkout import AGENT_BASE_IMAGE, TASK_IMAGE, WORKER_IMAGE, shared_images
 from model.profile import Profile, parse_profile
+from model.project import DEMO_CHECKOUT
 from model.roles import ROLES
 from model.services import ServiceSpec, secret_setting, spec
 from model.stackfiles import load_profile
@@ -751,7 +752,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
         config = bench_profile(stack, workers, ntasks, free_octet(), tmpdir / "pulumi", stacks=stacks)
         built: list[str] = []  # the plain side's image tags
         with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
-            checkout = made.proj / "stacks" / "demo"
+            checkout = made.proj / DEMO_CHECKOUT
             lay = layout(config, checkout)
             result["containers"] = len(lay.containers)
             running = len(lay.running(lay.at_once(per_task)))  # a container created stopped holds no memory
@@ -919,7 +920,7 @@ def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
                 "agensh:llm_upstream": f"http://omcgitea-{stack}-model:8080"
             }
         with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
-            lay = layout(config, made.proj / "stacks" / "demo")
+            lay = layout(config, made.proj / DEMO_CHECKOUT)
             try:
                 tag_cleanrooms(lay, lab)
                 result["preview"] = made.preview()["preview"]

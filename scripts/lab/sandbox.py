@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, DEMO_SERVICES, ROOT
 from scripts.cli.launch import preview_env
 
 COPIED = ("Pulumi.yaml", "__main__.py", "components", "model", "scripts", "policies")
@@ -49,15 +49,16 @@ def project_copy(tmp: Path, profile: str, config: dict[str, Any], standin_image:
             shutil.copytree(src, proj / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(src, proj / part)
-    for stack_part in ("demo", "services"):
-        shutil.copytree(ROOT / "stacks" / stack_part, proj / "stacks" / stack_part)
+    for demo_part in (DEMO_CHECKOUT, DEMO_SERVICES):
+        shutil.copytree(ROOT / demo_part, proj / demo_part)
     if standin_image:
-        for dockerfile in (proj / "stacks" / "demo").rglob("Dockerfile*"):
+        for dockerfile in (proj / DEMO_CHECKOUT).rglob("Dockerfile*"):
             text = re.sub(
                 r"^ARG STANDIN_IMAGE=.*$", f"ARG STANDIN_IMAGE={standin_image}", dockerfile.read_text(), flags=re.M
             )
             dockerfile.write_text(text)
     (proj / ".venv").symlink_to(ROOT / ".venv")
+    (proj / "stacks").mkdir()
     (proj / "stacks" / f"{profile}.profile.yaml").write_text(yaml.safe_dump({"config": config}))
     return proj
 

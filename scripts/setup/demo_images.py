@@ -1,6 +1,6 @@
 """The demo's pre-built images, all without a registry: the real Gitea and MariaDB images
 (scripts/setup/service_images.py: Gitea built once from its Go module and cached by version), the stand-in service image
-(stacks/demo/standin) and the Mattermost stand-in the demo profile names, the real GitHub Copilot CLI at the demo
+(demo/checkout/standin) and the Mattermost stand-in the demo profile names, the real GitHub Copilot CLI at the demo
 profile's pinned version (scripts/setup/copilot_cli.py: from npm, cached by version, imported as
 `agensh-copilot:<version>`), and the calculator task's cleanroom image and test blobs. The stack pulls these by name
 (they are local), and `destroy` removes them; a second run of this program rebuilds only what is gone.
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from model import contract
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from scripts.setup import cache_root, calculator, copilot_cli, service_images
 
 
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as err:
         print(f"demo images: {err}", file=sys.stderr)
         return 1
-    build(standin, ROOT / "stacks" / "demo" / "standin", label="services")
+    build(standin, ROOT / DEMO_CHECKOUT / "standin", label="services")
     # its own tag, so destroy can remove it on its own
     build(mattermost, dockerfile=f"FROM {standin}\nLABEL agensh.standin.role=mattermost\n", label="mattermost")
     image = calculator.build_cleanroom("agensh-demo", {"agensh.standin": "cleanroom"})

@@ -7,7 +7,7 @@
   front-end build: the API and Git over HTTP need none.
 - MariaDB: Debian's `mariadb-server` installed on the local base image (`scripts/setup/base_image.sh`).
 
-Both images are FROM `agensh-base:bookworm` with their Dockerfile and entrypoint in `stacks/services/`. An image is
+Both images are FROM `agensh-base:bookworm` with their Dockerfile and entrypoint in `demo/services/`. An image is
 rebuilt only when its key (base image, build files, version) changes: the key is the image's `agensh.image.key`
 label, so a second run does nothing. The demo's MariaDB image is also saved in `<cache>/mariadb/<key>.tar` and
 loaded from there once `destroy` removed it (Gitea's image is rebuilt from the cached build in seconds).
@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 
 from model import contract
-from model.project import ROOT
+from model.project import DEMO_SERVICES, ROOT
 from scripts.setup import cache_root
 from scripts.setup.calculator import BASE_IMAGE
 from scripts.setup.go_build import GoBuild, cached, run
 
-SERVICES = ROOT / "stacks" / "services"
+SERVICES = ROOT / DEMO_SERVICES
 GITEA_MODULE = "code.gitea.io/gitea"
 GITEA_VERSION = "1.26.0"
 GITEA_IMAGE = f"agensh-gitea:{GITEA_VERSION}"
@@ -130,7 +130,7 @@ def build_image(
 
 
 def gitea_image(tag: str = GITEA_IMAGE, version: str = GITEA_VERSION, labels: dict[str, str] | None = None) -> str:
-    """The real Gitea image: the cached build on the local base, run as user `git` (see stacks/services/gitea)."""
+    """The real Gitea image: the cached build on the local base, run as user `git` (see demo/services/gitea)."""
     dist, here = cached(gitea_build(version)), SERVICES / "gitea"
     files = {name: here / name for name in ("Dockerfile", "entrypoint.sh", "app.ini")}
     files |= {f"dist/{name}": dist / name for name in (*GITEA_DIST, "BUILD.json")}  # BUILD.json keys the build
@@ -144,7 +144,7 @@ def gitea_image(tag: str = GITEA_IMAGE, version: str = GITEA_VERSION, labels: di
 
 
 def mariadb_image(tag: str = MARIADB_IMAGE, labels: dict[str, str] | None = None) -> str:
-    """The real MariaDB image: Debian's mariadb-server on the local base (see stacks/services/mariadb)."""
+    """The real MariaDB image: Debian's mariadb-server on the local base (see demo/services/mariadb)."""
     here = SERVICES / "mariadb"
     files = {name: here / name for name in ("Dockerfile", "entrypoint.sh", "agensh.cnf")}
     saved = cache_root() / "mariadb" if tag == MARIADB_IMAGE else None  # the demo's tag survives `destroy` as a tar

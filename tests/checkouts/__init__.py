@@ -1,4 +1,4 @@
-"""Test checkouts: Agensh checkouts that choose otherwise than the demo's (stacks/demo) where the checkout contract
+"""Test checkouts: Agensh checkouts that choose otherwise than the demo's (demo/checkout) where the checkout contract
 lets a checkout choose (model/checkout.py `CONVENTIONS`). Each is made from the demo's checkout by the test that uses
 it: the demo's files, a few edits and removals, and the files of its overlay folder here. TEST CHECKOUTS: never a
 real Agensh, never used for a run.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 
 HERE = Path(__file__).resolve().parent
-DEMO = ROOT / "stacks" / "demo"
+DEMO = ROOT / DEMO_CHECKOUT
 
 CC_LOG_REMOVED = ("agent/bin/pbench-selfcheck",)  # its self-check is agensh-selfcheck
 CC_LOG_EDITS = {  # file -> (text of the demo's, what it becomes)

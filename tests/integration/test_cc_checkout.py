@@ -16,6 +16,7 @@ import pytest
 
 from model import contract
 from model.checkout import CONVENTIONS
+from model.project import DEMO_CHECKOUT
 from model.rundir import ProfileDir
 from scripts.lab.sandbox import kill_session
 from tests.checkouts import cc_log
@@ -30,8 +31,8 @@ def cc(tmp_path: Path, pulumi_engine: str, base_image: str):
     with demo_sandbox(
         tmp_path,
         "ccit",
-        lambda proj: cc_log(proj / "stacks" / "cc-log", proj / "stacks" / "demo"),
-        agensh_checkout="stacks/cc-log",
+        lambda proj: cc_log(proj / "demo" / "cc-log", proj / DEMO_CHECKOUT),
+        agensh_checkout="demo/cc-log",
         checkout_convention="cc-log",
         mini_router_stuck_ms=STUCK_MS,
     ) as sandbox:

@@ -20,7 +20,7 @@ import yaml
 
 from model import contract
 from model.profile import parse_profile
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from scripts.cli import check as check_command
 from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
 from scripts.lib import checks
@@ -170,7 +170,7 @@ def test_the_demo_passes_and_leaves_nothing(sandbox: Sandbox):
 def test_broken_inputs_fail_with_their_messages_and_leave_nothing(sandbox: Sandbox):
     """A Dockerfile missing from the checkout, the profile's internal subnet held by another Docker network, and the
     task's test blobs missing: each named with what to do, in one run; the rest still checked."""
-    dockerfile = sandbox.proj / "stacks" / "demo" / BOARD_DOCKERFILE
+    dockerfile = sandbox.proj / DEMO_CHECKOUT / BOARD_DOCKERFILE
     kept = dockerfile.read_bytes()
     stack_file = sandbox.proj / "stacks" / f"Pulumi.{sandbox.profile}.yaml"
     settings = stack_file.read_text()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from model import contract
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from scripts.lab.sandbox import free_octet, isolated_env, kill_session, profile_config, project_copy
 from scripts.setup import calculator
 from tests.integration.conftest import docker
@@ -52,7 +52,7 @@ def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
                 standin,
                 "--label",
                 f"agensh.test=modelit-{run}",
-                str(ROOT / "stacks" / "demo" / "standin"),
+                str(ROOT / DEMO_CHECKOUT / "standin"),
             ],
             check=True,
             capture_output=True,
@@ -77,7 +77,7 @@ def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
                 mattermost_image=standin,
             ),
         )
-        for dockerfile in (proj / "stacks" / "demo").rglob("Dockerfile*"):
+        for dockerfile in (proj / DEMO_CHECKOUT).rglob("Dockerfile*"):
             dockerfile.write_text(dockerfile.read_text().replace("omcgitea-standin:demo", standin))
         policy = json.loads((ROOT / "policies" / "demo.json").read_text())
         policy["model-settings"] = {"allowedModels": [contract.PINNED_MODEL, WRONG]}

@@ -25,7 +25,7 @@ import yaml
 
 from components.host_units import install_script
 from model.profile import parse_profile
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from model.stackfiles import plain_settings
 from scripts import manifest
 from scripts.lab.sandbox import profile_config, project_copy
@@ -186,7 +186,7 @@ def test_timer_fires_the_launch_at_the_scheduled_time_and_is_removed(launch, tmp
     inputs = {
         "run_dir": str(record_path.parent),
         "project_dir": str(tmp_path / "project"),
-        "checkout": str(tmp_path / "project" / "stacks" / "demo"),
+        "checkout": str(tmp_path / "project" / DEMO_CHECKOUT),
         "profile": profile.model_dump(mode="json"),
         "profile_digest": profile.digest(),
         "start_at": iso(start_at),

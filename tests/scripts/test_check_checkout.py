@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from tests.checkouts import cc_log
 
-DEMO = ROOT / "stacks" / "demo"
+DEMO = ROOT / DEMO_CHECKOUT
 
 
 def check_checkout(*args: str) -> subprocess.CompletedProcess[str]:

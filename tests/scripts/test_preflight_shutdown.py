@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from model.checkout import check
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from scripts import preflight, shutdown
 from scripts.lib.checks import check_blobs
 from scripts.setup import calculator
@@ -71,7 +71,7 @@ def inputs(tmp_path: Path, run: str, **over) -> dict:
         "worker_images": [],
         "copilot_version": PIN,
         "revisioned_images": [],
-        "checkout": str(ROOT / "stacks" / "demo"),
+        "checkout": str(ROOT / DEMO_CHECKOUT),
         "baseline": False,
         "checkout_revision": None,
         "subnets": ["10.253.251.0/24"],
@@ -215,7 +215,7 @@ def test_preflight_reports_every_failure(images, tmp_path: Path):
 
 def test_preflight_refuses_a_checkout_that_misses_its_contract(base_image: str, tmp_path: Path):
     """The checkout is read against its contract with the misses `check-checkout` names; the other checks go on."""
-    broken = Path(shutil.copytree(ROOT / "stacks" / "demo", tmp_path / "checkout"))
+    broken = Path(shutil.copytree(ROOT / DEMO_CHECKOUT, tmp_path / "checkout"))
     (broken / "prompts" / "kickoff.md").unlink()
     (broken / "mini-router" / "Dockerfile").unlink()
     rc, receipt = checks(tmp_path, inputs(tmp_path, "checkout", checkout=str(broken)))

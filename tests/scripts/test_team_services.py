@@ -1,5 +1,5 @@
-"""The demo's team services against real Docker: the real Gitea and MariaDB (stacks/services), and the stand-in
-Agensh services and Mattermost of the demo's stand-in checkout (stacks/demo), and workers that run the real GitHub
+"""The demo's team services against real Docker: the real Gitea and MariaDB (demo/services), and the stand-in
+Agensh services and Mattermost of the demo's stand-in checkout (demo/checkout), and workers that run the real GitHub
 Copilot CLI in ACP sessions (the checkout's ACP driver) against the scripted stand-in model behind the egress proxy.
 
 Every container is started from the project's own contract (`model.roles.spec` of a small test
@@ -42,7 +42,7 @@ from model import addressing, contract
 from model.checkout import DEFAULT_CONVENTION, SHARED_IMAGES, WORKER_IMAGE
 from model.contract import ADMIN_USER, TEAM_ORG
 from model.profile import Profile, parse_profile
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from model.records import Receipt, Wake, WakeResult
 from model.roles import HTTP_PORT, ROLES
 from model.rundir import ProfileDir, RunDir
@@ -58,7 +58,7 @@ from scripts.lib.step import now, write_atomic
 from scripts.setup import calculator, copilot_cli, demo_images, service_images
 from tests.scripts.conftest import kicked_off
 
-DEMO = ROOT / "stacks" / "demo"
+DEMO = ROOT / DEMO_CHECKOUT
 TASK = calculator.TASK
 SLUG = contract.task_slug(TASK)
 RUN = uuid.uuid4().hex[:8]
@@ -72,7 +72,7 @@ BUNDLED_EVAL = Path(programbench.__file__).parent / "data" / "test_runs" / "corr
 
 
 def load_standin():
-    """The stand-in program (stacks/demo/standin/standin.py) as a module: its user-name mapping."""
+    """The stand-in program (demo/checkout/standin/standin.py) as a module: its user-name mapping."""
     found = importlib.util.spec_from_file_location("standin", DEMO / "standin" / "standin.py")
     module = importlib.util.module_from_spec(found)
     found.loader.exec_module(module)

@@ -1,9 +1,9 @@
-"""The scripted model's plans (stacks/demo/standin/agent_scripts.py) and the activity summary (scripts/lib/activity.py),
-on conversations shaped as the Copilot CLI sends them (its Responses `input`)."""
+"""The scripted model's plans (demo/checkout/standin/agent_scripts.py) and the activity summary
+(scripts/lib/activity.py), on conversations shaped as the Copilot CLI sends them (its Responses `input`)."""
 
 from __future__ import annotations
 
-import agent_scripts  # stacks/demo/standin, on pytest's path (pyproject.toml)
+import agent_scripts  # demo/checkout/standin, on pytest's path (pyproject.toml)
 
 from model.checkout import DEMO_LOG
 from scripts.lib import activity

@@ -11,11 +11,11 @@ import pytest
 
 from model import checkout
 from model.checkout import AGENT_BASE, CONVENTIONS, DEMO_LOG, KICKOFF, SHARED_IMAGES, WORKER_IMAGE, Miss, check
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from model.records import Session
 from tests.checkouts import cc_log
 
-DEMO = ROOT / "stacks" / "demo"
+DEMO = ROOT / DEMO_CHECKOUT
 SELFCHECK = CONVENTIONS["demo"].selfcheck
 
 

@@ -1,5 +1,5 @@
 """Mattermost as the real server reads it: the role's settings, its database user, and the stand-in's list of the
-settings it accepts (stacks/demo/standin/standin.py), checked against Mattermost's own naming rule."""
+settings it accepts (demo/checkout/standin/standin.py), checked against Mattermost's own naming rule."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 
 from model import contract
 from model.profile import parse_profile
-from model.project import ROOT
+from model.project import DEMO_CHECKOUT, ROOT
 from model.services import SecretIn, ServiceSpec, secret_key, secret_setting, spec
 from model.topology import Layout
 
@@ -22,7 +22,7 @@ PROFILE = {
 
 
 def load_standin():
-    found = importlib.util.spec_from_file_location("standin", ROOT / "stacks" / "demo" / "standin" / "standin.py")
+    found = importlib.util.spec_from_file_location("standin", ROOT / DEMO_CHECKOUT / "standin" / "standin.py")
     assert found is not None and found.loader is not None
     module = importlib.util.module_from_spec(found)
     found.loader.exec_module(module)

@@ -2,7 +2,7 @@
 """STAND-IN services for the agensh offline demo. This is NOT Agensh and NOT Mattermost.
 
 One small standard-library program that plays the Agensh containers of a team (and Mattermost) on a machine
-without a registry or a model; Gitea and the database are the real ones (stacks/services). Each role implements
+without a registry or a model; Gitea and the database are the real ones (demo/services). Each role implements
 only what the agensh project's steps and the demo use (see ../README.md). Every log line starts with
 "[stand-in <role>]" and every HTTP response carries the header `X-Agensh-Standin: <role>`.
 
