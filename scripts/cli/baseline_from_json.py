@@ -18,10 +18,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from model import contract
-from scripts.cli import new_stack
+from scripts.cli import app, new_stack, options
+
+cli = options.typer_app()
 
 
 def settings(doc: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
@@ -60,14 +64,15 @@ def settings(doc: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
     return out, env_file
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if len(args) < 2:
-        print(
-            "usage: python -m scripts.cli baseline-from-json BASELINE_JSON STACK [new-stack options]", file=sys.stderr
-        )
-        return 2
-    doc = json.loads(Path(args[0]).read_text())
+@cli.command(context_settings=options.PASS_THROUGH)
+def command(
+    ctx: typer.Context,
+    baseline_json: Annotated[Path, typer.Argument(metavar="BASELINE_JSON", help="the launcher's baseline.json")],
+    stack: options.ProfileStack,
+) -> int:
+    """Made by new-stack, so the same validation applies; any other option goes to it (`new-stack --help`). Hours and
+    deadline_seconds that disagree are refused (exit 2) before anything is written."""
+    doc = json.loads(baseline_json.read_text())
     try:
         values, env_file = settings(doc)
     except (KeyError, ValueError) as err:
@@ -80,8 +85,4 @@ def main(argv: list[str] | None = None) -> int:
         if model_env.get("UPSTREAM_AUTH_TOKEN") and not os.environ.get(contract.MODEL_CREDENTIAL_ENV):
             os.environ[contract.MODEL_CREDENTIAL_ENV] = model_env["UPSTREAM_AUTH_TOKEN"]
     sets = [a for k, v in values.items() for a in ("--set", f"{k}={json.dumps(v)}")]
-    return new_stack.main([args[1], *sets, "--env-file", "none", *args[2:]])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return app.main(["new-stack", stack, *sets, "--env-file", "none", *ctx.args])

@@ -20,7 +20,6 @@ check (no stack file, an invalid profile, a swarm profile, whose live checks run
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -46,6 +45,7 @@ from model.profile import NAMESPACE, Profile, ProfileError
 from model.services import HEALTH_PATH, secret_key, secret_setting, spec
 from model.stackfiles import ROOT, load_profile
 from model.topology import Layout, Placement
+from scripts.cli import options
 from scripts.lib import checks, privilege
 from scripts.lib.step import StepFailed, progress
 
@@ -55,6 +55,8 @@ SYSTEMD = Path("/run/systemd/system")  # present where systemd runs
 SSH_FAILED = 255  # ssh's own exit code: no connection, or the host key or the login refused
 PROXY_READY_S = 60
 PROGRESS_EVERY_S = 15  # a long build or pull says where it is this often
+
+cli = options.typer_app()
 
 
 def say(message: str) -> None:
@@ -370,24 +372,24 @@ def terminated_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, before)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.cli check", description=__doc__.splitlines()[0])
-    parser.add_argument("stack", help="the profile's stack (stacks/Pulumi.<stack>.yaml)")
-    args = parser.parse_args(argv)
+@cli.command()
+def command(stack: options.Stack) -> int:
+    """Each check reported as it runs, every failure again at the end with what to do. Exits 0 when all pass, 1 when
+    any fails, 2 for a stack it cannot check (no stack file, an invalid profile, a swarm profile)."""
     try:
-        p = load_profile(args.stack)
+        p = load_profile(stack)
     except (FileNotFoundError, ProfileError) as err:
         print(f"check: {err}", file=sys.stderr)
         return 2
     if p.engine == "swarm":
-        print(f"check: {args.stack} runs on a swarm; its live checks run at `make up` (preflight)", file=sys.stderr)
+        print(f"check: {stack} runs on a swarm; its live checks run at `make up` (preflight)", file=sys.stderr)
         return 2
     start = time.monotonic()
     built: list[str] = []
     with terminated_as_interrupt(), ExitStack() as cleanup:
         cleanup.callback(lambda: built and docker("rmi", *built))  # an uncached profile's private tags
         try:
-            checks.run_checks(live_checks(p, args.stack, cleanup, built), WHO, passes=True)
+            checks.run_checks(live_checks(p, stack, cleanup, built), WHO, passes=True)
         except StepFailed as failed:
             print(f"\n{failed}\n\nnothing was started; fix the above and run the check again", file=sys.stderr)
             return 1
@@ -396,9 +398,5 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         finally:
             say(f"removing what the check made ({time.monotonic() - start:.0f} s)")
-    print(f"check: {args.stack}: every live check passed in {time.monotonic() - start:.0f} s; nothing was left running")
+    print(f"check: {stack}: every live check passed in {time.monotonic() - start:.0f} s; nothing was left running")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

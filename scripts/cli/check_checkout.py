@@ -10,47 +10,53 @@ demo). Exits 0 when the checkout meets the contract, 1 with every miss listed, 2
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from model import checkout
+from scripts.cli import options
+
+cli = options.typer_app()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.cli check-checkout", description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path, help="the Agensh checkout (a profile's agensh_checkout)")
-    parser.add_argument("--baseline", action="store_true", help="check what a baseline profile builds")
-    parser.add_argument(
-        "--convention",
-        choices=sorted(checkout.CONVENTIONS),
-        default=checkout.DEFAULT_CONVENTION,
-        help="the checkout's conventions: activity report and self-check (the profile's checkout_convention)",
-    )
-    parser.add_argument("--json", action="store_true", help="the result as JSON")
-    args = parser.parse_args(argv)
-    if not args.path.is_dir():
-        print(f"check-checkout: {args.path} is not a directory", file=sys.stderr)
+@cli.command()
+def command(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="the Agensh checkout (a profile's agensh_checkout)")],
+    baseline: Annotated[bool, typer.Option("--baseline", help="check what a baseline profile builds")] = False,
+    convention: Annotated[
+        checkout.Convention,
+        typer.Option(
+            metavar="NAME",
+            parser=checkout.convention,
+            help="the checkout's conventions, activity report and self-check (the profile's checkout_convention: "
+            f"{', '.join(sorted(checkout.CONVENTIONS))})",
+        ),
+    ] = checkout.DEFAULT_CONVENTION,  # type: ignore[assignment]  # parsed as a given name is
+    as_json: options.Json = False,
+) -> int:
+    """Reads the checkout's files only and names every miss. Exits 0 when it meets the contract, 1 with every miss
+    listed, 2 when PATH is no directory."""
+    if not path.is_dir():
+        print(f"check-checkout: {path} is not a directory", file=sys.stderr)
         return 2
-    misses = checkout.check(args.path, args.baseline, checkout.CONVENTIONS[args.convention])
-    meets = f"the checkout contract v{checkout.VERSION} with the {args.convention} convention"
-    if args.json:
+    misses = checkout.check(path, baseline, convention)
+    meets = f"the checkout contract v{checkout.VERSION} with the {convention.name} convention"
+    if as_json:
         doc = {
-            "checkout": str(args.path),
+            "checkout": str(path),
             "contract": checkout.VERSION,
-            "convention": args.convention,
+            "convention": convention.name,
             "misses": [asdict(m) for m in misses],
         }
         print(json.dumps(doc, indent=2))
     elif misses:
-        print(f"{args.path} misses {len(misses)} thing(s) of {meets}:")
+        print(f"{path} misses {len(misses)} thing(s) of {meets}:")
         print("\n".join(f"  {m}" for m in misses))
     else:
-        print(f"{args.path} meets {meets}")
+        print(f"{path} meets {meets}")
     return 1 if misses else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,13 +11,17 @@ once the cause is fixed. It needs no valid profile: the stacks are found by name
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 
-from model import contract, parts
+import typer
+
+from model import parts
 from model.project import ROOT
+from scripts.cli import options
+
+cli = options.typer_app()
 
 
 def destroy_order(stack: str, existing: set[str]) -> list[str]:
@@ -28,21 +32,21 @@ def destroy_order(stack: str, existing: set[str]) -> list[str]:
     return [s for s in (stack, *tasks, platform) if s in existing]
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scripts.cli destroy", description=__doc__.splitlines()[0])
-    ap.add_argument("stack")
-    args, rest = ap.parse_known_args(argv)
-    if not contract.PROFILE_RE.fullmatch(args.stack):
-        ap.error(f"not a profile's stack: {args.stack!r} (a part stack goes with its profile's)")
-    yes = any(a in ("--yes", "-y") for a in rest)
-    rest = [a for a in rest if a not in ("--yes", "-y", "--skip-preview")]
+@cli.command(context_settings=options.PASS_THROUGH)
+def command(
+    ctx: typer.Context,
+    stack: options.ProfileStack,
+    yes: options.Yes = False,
+) -> int:
+    """The profile's stacks that exist, destroyed in order after one question (none with --yes); it stops at the first
+    that fails. Any other option, with its value, goes to each `pulumi destroy`."""
     listed = subprocess.run(["pulumi", "stack", "ls", "--json"], cwd=ROOT, capture_output=True, text=True)
     if listed.returncode != 0:
         print(f"destroy: pulumi stack ls: {listed.stderr.strip()}", file=sys.stderr)
         return 2
-    order = destroy_order(args.stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
+    order = destroy_order(stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
     if not order:
-        print(f"destroy: no stack {args.stack} or part of it", file=sys.stderr)
+        print(f"destroy: no stack {stack} or part of it", file=sys.stderr)
         return 2
     if not yes:
         if not sys.stdin.isatty():
@@ -50,16 +54,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if not input(f"Destroy {', '.join(order)}? [y/N] ").lower().startswith("y"):
             return 1
-    for stack in order:
-        print(f"destroy: pulumi destroy -s {stack}", flush=True)
-        done = subprocess.run(["pulumi", "destroy", "--yes", "--skip-preview", "-s", stack, *rest], cwd=ROOT)
+    for each in order:
+        print(f"destroy: pulumi destroy -s {each}", flush=True)
+        done = subprocess.run(["pulumi", "destroy", "--yes", "--skip-preview", "-s", each, *ctx.args], cwd=ROOT)
         if done.returncode != 0:
             print(
-                f"destroy: {stack} was not destroyed; the stacks after it in this order are untouched", file=sys.stderr
+                f"destroy: {each} was not destroyed; the stacks after it in this order are untouched", file=sys.stderr
             )
             return done.returncode
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

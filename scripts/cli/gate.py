@@ -25,21 +25,21 @@ verdict and writes `gate.json` (`GateResult` of model/records.py) into the first
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
+import typer
 from programbench.submission import aggregate, score_instance
 
 from model.profile import ProfileError
 from model.records import Comparison, GatePair, GateResult, Host, LoadCheck, LoadReading, Manifest, read_record
 from model.rundir import CopyDir, RunDir
 from model.stackfiles import load_profile
+from scripts.cli import options
 from scripts.lib import copies
 from scripts.lib.host import host_resources
 from scripts.lib.scoring import assess, instances
@@ -49,6 +49,8 @@ DEFAULT_MAX_LOAD_PER_CPU = 1.5
 EXIT_CODES = {"PASS": 0, "FAIL": 1, "PAUSED": 3}
 BAD_INPUT = 2
 NOTE_WIDTH = 110
+
+cli = options.typer_app()
 
 
 class BadInput(Exception):
@@ -299,42 +301,37 @@ def record(rd: RunDir, result: GateResult) -> None:
             )
 
 
-def main(argv: list[str] | None = None, host: Callable[[], Host] = host_resources) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.cli gate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="candidate run directories of this project")
-    parser.add_argument(
-        "--reference",
-        required=True,
-        metavar="DIR",
-        help="published layout (<task>/<task>.eval.json) or a run directory",
-    )
-    parser.add_argument(
-        "--second-baseline",
-        metavar="DIR",
-        help="another reference the candidate must not be worse than on the tasks both have",
-    )
-    parser.add_argument(
-        "--max-load-per-cpu",
-        type=float,
-        default=DEFAULT_MAX_LOAD_PER_CPU,
-        help="5-minute load average per CPU above which a failing gate is PAUSED (default %(default)s)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = parser.parse_args(argv)
+@cli.command()
+def command(
+    runs: Annotated[
+        list[str], typer.Argument(metavar="RUN_DIR", help="candidate run directories of this project, or their stacks")
+    ],
+    reference: Annotated[
+        str, typer.Option(metavar="DIR", help="published layout (<task>/<task>.eval.json) or a run directory")
+    ],
+    second_baseline: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR", help="another reference the candidate must not be worse than on the tasks both have"
+        ),
+    ] = None,
+    max_load_per_cpu: Annotated[
+        float, typer.Option(help="5-minute load average per CPU above which a failing gate is PAUSED")
+    ] = DEFAULT_MAX_LOAD_PER_CPU,
+    as_json: options.Json = False,
+) -> int:
+    """Prints the paired table and the verdict and writes gate.json into the first run directory. Exits 0 PASS, 1
+    FAIL, 3 PAUSED (the host was overloaded), 2 bad input (named; nothing is written)."""
     try:
-        if not args.max_load_per_cpu > 0:
-            raise BadInput(f"--max-load-per-cpu {args.max_load_per_cpu}: must be above 0")
-        candidates = [resolve(run, "candidate") for run in args.runs]
-        reference = resolve(args.reference, "reference")
-        baseline = resolve(args.second_baseline, "second baseline") if args.second_baseline else None
-        result = gate(candidates, reference, baseline, host(), args.max_load_per_cpu)
+        if not max_load_per_cpu > 0:
+            raise BadInput(f"--max-load-per-cpu {max_load_per_cpu}: must be above 0")
+        candidates = [resolve(run, "candidate") for run in runs]
+        reference_run = resolve(reference, "reference")
+        baseline = resolve(second_baseline, "second baseline") if second_baseline else None
+        result = gate(candidates, reference_run, baseline, host_resources(), max_load_per_cpu)
     except BadInput as err:
         print(f"gate: {err}", file=sys.stderr)
         return BAD_INPUT
     record(RunDir(candidates[0].path), result)
-    print(result.model_dump_json(indent=2) if args.json else render(result))
+    print(result.model_dump_json(indent=2) if as_json else render(result))
     return EXIT_CODES[result.verdict]
-
-
-if __name__ == "__main__":
-    sys.exit(main())

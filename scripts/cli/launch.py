@@ -24,14 +24,15 @@ after one.
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 from types import FrameType
+from typing import Annotated, Literal
+
+import typer
 
 from model import parts, steps
 from model.profile import Profile, ProfileError
@@ -39,11 +40,14 @@ from model.project import ROOT
 from model.records import ok_result
 from model.rundir import CopyDir, RunDir
 from model.stackfiles import load_profile
+from scripts.cli import options
 from scripts.lib import launcher
 
 PREVIEW_ENV = ROOT / "scripts" / "setup" / "preview.env"
 POLL_S = 2.0
 PACK = ["--policy-pack", "policies"]  # it reads each part's numbers, its profile's, by itself
+
+cli = options.typer_app()
 
 
 def preview_env() -> dict[str, str]:
@@ -192,47 +196,52 @@ def launch(stack: str, p: Profile, yes: bool, rest: list[str]) -> int:
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scripts.cli launch", description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["preview", "up", "stop", "logs"])
-    ap.add_argument("stack")
-    args, rest = ap.parse_known_args(argv)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", args.stack):
-        ap.error(f"not a stack name: {args.stack!r}")
+@cli.command(context_settings=options.PASS_THROUGH)
+def command(
+    ctx: typer.Context,
+    mode: Annotated[
+        Literal["preview", "up", "stop", "logs"],
+        typer.Argument(
+            metavar="MODE", help="preview; up: the preview, the question, the update; stop or follow a running launch"
+        ),
+    ],
+    stack: options.Stack,
+    yes: options.Yes = False,
+    foreground: Annotated[
+        bool, typer.Option("--foreground", help="up runs in this terminal, not detached from it")
+    ] = False,
+) -> int:
+    """Any other option, with its value, goes to pulumi: to the preview and each part's update (a `--config` to the
+    preview alone, which saves it in the profile's file)."""
+    rest = ctx.args
     if "--skip-preview" in rest:
-        ap.error("the launch always previews first (that is where the policy pack sees the profile)")
-    yes, foreground = any(a in ("--yes", "-y") for a in rest), "--foreground" in rest
-    rest = [a for a in rest if a not in ("--yes", "-y", "--foreground")]
-    if args.mode in ("stop", "logs") and rest:
-        ap.error(f"{args.mode} takes no other arguments: {' '.join(rest)}")
+        ctx.fail("the launch always previews first (that is where the policy pack sees the profile)")
+    if mode in ("stop", "logs") and rest:
+        ctx.fail(f"{mode} takes no other arguments: {' '.join(rest)}")
     try:
-        p = load_profile(args.stack)
+        p = load_profile(stack)
     except (FileNotFoundError, ProfileError) as err:
         print(f"launch: {err}", file=sys.stderr)
         return 2
-    if args.mode == "stop":
-        return launcher.stop(args.stack, p)
-    if args.mode == "logs":
-        return launcher.logs(args.stack, p)
+    if mode == "stop":
+        return launcher.stop(stack, p)
+    if mode == "logs":
+        return launcher.logs(stack, p)
     os.environ.pop("PULUMI_OPTION_POLICY_PACK", None)  # scripts/env.sh's: with PACK it would attach the pack twice
-    if args.mode == "preview":
-        return preview(args.stack, rest)
+    if mode == "preview":
+        return preview(stack, rest)
     if foreground:
-        return launch(args.stack, p, yes, rest)
+        return launch(stack, p, yes, rest)
     if launcher.running(RunDir.of(p)):
         print(
             f"launch: {launcher.describe(launcher.read(RunDir.of(p)))}; follow it with `make status "
-            f"STACK={args.stack}`, stop it with `make stop STACK={args.stack}`",
+            f"STACK={stack}`, stop it with `make stop STACK={stack}`",
             file=sys.stderr,
         )
         return 2
     if not yes:  # the question is asked here, on the terminal; the detached launch previews again and goes on
-        if (code := preview(args.stack, rest)) != 0:
+        if (code := preview(stack, rest)) != 0:
             return code
         if not confirmed():
             return 1
-    return launcher.detach(args.stack, p, rest)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return launcher.detach(stack, p, rest)

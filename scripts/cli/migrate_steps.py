@@ -17,16 +17,18 @@ the import would drop them.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
 import sys
 import tempfile
-from typing import Any
+from typing import Annotated, Any
 
-from model import contract, steps
+import typer
+
+from model import steps
 from model.project import ROOT
+from scripts.cli import options
 from scripts.cli.destroy import destroy_order
 
 # A step's command of before: `<interpreter> -m <call>`, the interpreter any path.
@@ -60,6 +62,8 @@ LEGACY: dict[str, tuple[str, bool]] = {
     "scripts.preserve guard": ("preserve-run", True),
 }
 COMMAND_TYPE = "command:local:Command"
+
+cli = options.typer_app()
 
 
 def current(urn: str, command: str) -> str | None:
@@ -129,23 +133,19 @@ def migrate(stack: str, dry_run: bool) -> bool:
     return True
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scripts.cli migrate-steps", description=__doc__.splitlines()[0])
-    ap.add_argument("stack", help="the profile's stack (its part stacks go with it)")
-    ap.add_argument("--dry-run", action="store_true", help="list what would change, change nothing")
-    args = ap.parse_args(argv)
-    if not contract.PROFILE_RE.fullmatch(args.stack):
-        ap.error(f"not a profile's stack: {args.stack!r} (a part stack goes with its profile's)")
+@cli.command()
+def command(
+    stack: options.ProfileStack,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would change, change nothing")] = False,
+) -> int:
+    """Rewrites the step commands in the state of every stack of the profile (`pulumi stack export` and `import`),
+    running nothing; again it finds nothing to change. Exits 1 when a stack could not be moved (the reason printed)."""
     listed = pulumi("stack", "ls", "--json")
     if listed.returncode != 0:
         print(f"migrate-steps: pulumi stack ls: {listed.stderr.strip()}", file=sys.stderr)
         return 2
-    stacks = destroy_order(args.stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
+    stacks = destroy_order(stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
     if not stacks:
-        print(f"migrate-steps: no stack {args.stack} or part of it", file=sys.stderr)
+        print(f"migrate-steps: no stack {stack} or part of it", file=sys.stderr)
         return 2
-    return 0 if all([migrate(stack, args.dry_run) for stack in stacks]) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return 0 if all([migrate(stack, dry_run) for stack in stacks]) else 1

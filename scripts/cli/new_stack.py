@@ -10,7 +10,6 @@ Every problem is reported before anything is written.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import secrets
@@ -19,8 +18,9 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+import typer
 import yaml
 
 from model import contract, parts
@@ -28,12 +28,15 @@ from model.parts import Part
 from model.profile import NAMESPACE, RETIRED, Profile, ProfileError, parse_profile
 from model.project import ROOT
 from model.stackfiles import plain_settings, policy_config_path, stack_file
+from scripts.cli import options
 from scripts.cli.destroy import destroy_order
 from scripts.setup import copilot_cli
 
 UPSTREAM_ENV = Path("~/.pbench-upstream.env").expanduser()
 GATEWAY_KEYS = {"LLM_UPSTREAM": "llm_upstream", "REASONING_EFFORT": "reasoning_effort"}
 TOKEN_KEY = "llm_upstream_token"
+
+cli = options.typer_app()
 
 
 def new_run_id() -> str:
@@ -64,17 +67,16 @@ def gateway(env_file: Path | None) -> dict[str, str]:
     return values
 
 
-def parse_set(items: list[str]) -> dict[str, Any]:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise SystemExit(f"new-stack: --set takes key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        try:  # JSON for numbers, booleans, lists and maps; anything else is a string ("off" stays "off")
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+def setting(item: str) -> tuple[str, Any]:
+    """A `--set KEY=VALUE`: the value read as JSON (numbers, booleans, lists and maps), else a string ("off" stays
+    "off")."""
+    if "=" not in item:
+        raise ValueError(f"takes KEY=VALUE, got {item!r}")
+    key, value = item.split("=", 1)
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 def write_policy_config(stack: str, profile: Profile) -> None:
@@ -91,39 +93,50 @@ def pulumi(*args: str, stdin: str | None = None, check: bool = True) -> subproce
     return subprocess.run(["pulumi", *args], cwd=ROOT, input=stdin, text=True, capture_output=True, check=check)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m scripts.cli new-stack",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("name", help="stack name; also the profile suffix unless --set profile=... says otherwise")
-    ap.add_argument("--kind", choices=["team", "baseline"])
-    ap.add_argument("--workers", type=int)
-    ap.add_argument("--tasks", nargs="+")
-    ap.add_argument("--hours", type=float)
-    ap.add_argument("--port-base", type=int)
-    ap.add_argument("--subnet-octet", type=int)
-    ap.add_argument("--checkout", help="the Agensh checkout (agensh_checkout)")
-    ap.add_argument("--new-run", action="store_true", help="start a new run id (a fresh launch)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other profile setting")
-    ap.add_argument("--env-file", default=str(UPSTREAM_ENV), help="gateway env file ('none' to ignore it)")
-    ap.add_argument(
-        "--from",
-        dest="source",
-        metavar="PROFILE_FILE",
-        help="take the settings from this file's `config:` (e.g. stacks/demo.profile.yaml)",
-    )
-    args = ap.parse_args(argv)
-    if not contract.PROFILE_RE.fullmatch(args.name):
-        print(
-            f"new-stack: stack name {args.name!r}: use lowercase letters, digits and hyphens, starting with a letter "
-            "or digit",
-            file=sys.stderr,
-        )
-        return 2
-
-    path = stack_file(args.name)
+@cli.command(context_settings={"allow_extra_args": True})  # the tasks after the first of --tasks
+def command(
+    ctx: typer.Context,
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME",
+            callback=options.profile_stack,
+            help="the stack's name; also the profile's unless --set profile=... says otherwise",
+        ),
+    ],
+    kind: Annotated[
+        Literal["team", "baseline"] | None, typer.Option(help="a team, or the single-agent baseline")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="the team's size")] = None,
+    tasks: Annotated[str | None, typer.Option(metavar="TASK...", help="the task ids, one or more")] = None,
+    hours: Annotated[float | None, typer.Option(help="the hours of work per task")] = None,
+    port_base: Annotated[int | None, typer.Option(help="the first of the operator ports on 127.0.0.1")] = None,
+    subnet_octet: Annotated[int | None, typer.Option(help="X of the profile's 10.X.0.0/16")] = None,
+    checkout: Annotated[str | None, typer.Option(metavar="PATH", help="the Agensh checkout (agensh_checkout)")] = None,
+    new_run: Annotated[bool, typer.Option("--new-run", help="start a new run id (a fresh launch)")] = False,
+    sets: Annotated[
+        list[Any] | None,  # (key, value) pairs: Typer takes no list of tuples
+        typer.Option("--set", metavar="KEY=VALUE", parser=setting, help="any other profile setting (repeatable)"),
+    ] = None,
+    env_file: Annotated[str, typer.Option(metavar="FILE", help="the gateway's env file ('none' to ignore it)")] = str(
+        UPSTREAM_ENV
+    ),
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="PROFILE_FILE",
+            help="the settings of this file's `config:` (e.g. stacks/demo.profile.yaml)",
+        ),
+    ] = None,
+) -> int:
+    """Validates everything first: a bad argument exits 2 with every problem listed and writes nothing. Plain settings
+    go to the stack file (mode 600); passwords are generated once as encrypted config and kept on re-runs; the gateway
+    settings come from the environment or the env file (the environment wins)."""
+    if ctx.args and tasks is None:
+        ctx.fail(f"unexpected arguments: {' '.join(ctx.args)}")
+    all_tasks = None if tasks is None else [tasks, *ctx.args]  # --tasks takes every argument after it
+    path = stack_file(name)
     doc: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
     doc = doc or {}
     config: dict[str, Any] = dict(doc.get("config") or {})
@@ -132,28 +145,28 @@ def main(argv: list[str] | None = None) -> int:
     for key in sorted(set(plain) & set(RETIRED)):  # the stack file of an earlier checkout: drop, and say why
         print(f"new-stack: dropped {key} from {path.name}: {RETIRED[key]}", file=sys.stderr)
         del plain[key], config[f"{NAMESPACE}:{key}"]
-    if args.source:
-        source = (yaml.safe_load(Path(args.source).read_text()) or {}).get("config") or {}
-        plain.update({k[len(prefix) :]: v for k, v in source.items() if k.startswith(prefix)})
+    if source:
+        given = (yaml.safe_load(Path(source).read_text()) or {}).get("config") or {}
+        plain.update({k[len(prefix) :]: v for k, v in given.items() if k.startswith(prefix)})
 
-    gw = gateway(None if args.env_file == "none" else Path(args.env_file).expanduser())
+    gw = gateway(None if env_file == "none" else Path(env_file).expanduser())
     for env_key, key in GATEWAY_KEYS.items():
         if gw.get(env_key):
             plain[key] = gw[env_key]
-    plain.setdefault("profile", args.name)
-    for flag, key in (
-        ("kind", "kind"),
-        ("workers", "workers"),
-        ("tasks", "tasks"),
-        ("hours", "hours"),
-        ("port_base", "port_base"),
-        ("subnet_octet", "subnet_octet"),
-        ("checkout", "agensh_checkout"),
+    plain.setdefault("profile", name)
+    for key, value in (
+        ("kind", kind),
+        ("workers", workers),
+        ("tasks", all_tasks),
+        ("hours", hours),
+        ("port_base", port_base),
+        ("subnet_octet", subnet_octet),
+        ("agensh_checkout", checkout),
     ):
-        if getattr(args, flag) is not None:
-            plain[key] = getattr(args, flag)
-    plain.update(parse_set(args.set))
-    if args.new_run or "run_id" not in plain:
+        if value is not None:
+            plain[key] = value
+    plain.update(sets or [])
+    if new_run or "run_id" not in plain:
         plain["run_id"] = new_run_id()
     bad = sorted(k for k in plain if k in contract.SECRET_KEYS)
     if bad:
@@ -185,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     listed = {s["name"]: s for s in json.loads(pulumi("stack", "ls", "--json").stdout or "[]")}
     before = config.get(f"{prefix}stacks", "one")
     if plain.get("stacks", "one") != before:  # the resources of the one layout would collide with the other's
-        holding = [n for n in destroy_order(args.name, set(listed)) if listed[n].get("resourceCount")]
+        holding = [n for n in destroy_order(name, set(listed)) if listed[n].get("resourceCount")]
         if holding:
             print(
                 f"new-stack: stacks {before} -> {plain.get('stacks', 'one')}: {', '.join(holding)} still hold "
-                f"resources; destroy them first (`make destroy STACK={args.name}`)",
+                f"resources; destroy them first (`make destroy STACK={name}`)",
                 file=sys.stderr,
             )
             return 2
@@ -199,17 +212,17 @@ def main(argv: list[str] | None = None) -> int:
     doc["config"] = dict(sorted(config.items()))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_stack_file(path, doc)
-    write_policy_config(args.name, profile)
+    write_policy_config(name, profile)
 
-    if pulumi("stack", "select", args.name, check=False).returncode != 0:
-        pulumi("stack", "init", args.name)
+    if pulumi("stack", "select", name, check=False).returncode != 0:
+        pulumi("stack", "init", name)
     generated = []
     for key in contract.GENERATED_SECRETS:
         if f"{prefix}{key}" not in config:
-            pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{key}", stdin=secrets.token_urlsafe(24))
+            pulumi("config", "set", "--secret", "-s", name, f"{prefix}{key}", stdin=secrets.token_urlsafe(24))
             generated.append(key)
     token = gw.get(contract.MODEL_CREDENTIAL_ENV)
-    current = pulumi("config", "get", "-s", args.name, f"{prefix}{TOKEN_KEY}", check=False) if has_token else None
+    current = pulumi("config", "get", "-s", name, f"{prefix}{TOKEN_KEY}", check=False) if has_token else None
     if current is not None and current.returncode != 0:
         print(
             f"new-stack: cannot read the stack's secrets ({current.stderr.strip()}); this stack file was encrypted "
@@ -218,13 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if token and (current is None or current.stdout.strip() != token):
-        pulumi("config", "set", "--secret", "-s", args.name, f"{prefix}{TOKEN_KEY}", stdin=token)
+        pulumi("config", "set", "--secret", "-s", name, f"{prefix}{TOKEN_KEY}", stdin=token)
     os.chmod(path, 0o600)
-    print(f"stack {args.name}: {path} (run {plain['run_id']}); generated: {', '.join(generated) or 'nothing (kept)'}")
+    print(f"stack {name}: {path} (run {plain['run_id']}); generated: {', '.join(generated) or 'nothing (kept)'}")
     if profile.stacks == "per-task":
-        for part_stack, part in parts.stacks_of(args.name, profile)[:-1]:
-            write_part_stack(args.name, part_stack, part, part_stack in listed)
-        print(f"  and its parts (model/parts.py): {', '.join(s for s, _ in parts.stacks_of(args.name, profile))}")
+        for part_stack, part in parts.stacks_of(name, profile)[:-1]:
+            write_part_stack(name, part_stack, part, part_stack in listed)
+        print(f"  and its parts (model/parts.py): {', '.join(s for s, _ in parts.stacks_of(name, profile))}")
     return 0
 
 
@@ -252,7 +265,3 @@ def write_stack_file(path: Path, doc: dict[str, Any], header: str = "") -> None:
         fh.write(header)
         yaml.safe_dump(doc, fh, sort_keys=False)
     os.chmod(path, 0o600)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

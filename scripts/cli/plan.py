@@ -11,24 +11,27 @@ profile.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 import yaml
 
 from model import contract, placement
 from model.profile import Profile, ProfileError, parse_profile
 from model.stackfiles import plain_settings, stack_file
 from model.topology import Layout
+from scripts.cli import options
+
+cli = options.typer_app()
 
 
 def raw_profile(source: str) -> dict[str, Any]:
     """The `agensh:` settings of a stack name or a profile file (secrets are not needed and not read)."""
     path = Path(source) if Path(source).is_file() else stack_file(source)
     if not path.is_file():
-        raise SystemExit(f"plan: {source!r} is neither a profile file nor a stack (no {path})")
+        raise typer.BadParameter(f"{source!r} is neither a profile file nor a stack (no {path})", param_hint="SOURCE")
     settings = plain_settings((yaml.safe_load(path.read_text()) or {}).get("config") or {})
     return {k: v for k, v in settings.items() if k not in contract.SECRET_KEYS}  # a profile file may hold them plain
 
@@ -100,15 +103,17 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.cli plan", description=__doc__.split("\n\n")[0])
-    parser.add_argument("source", help="stack name or profile file")
-    parser.add_argument("--workers", type=int)
-    parser.add_argument("--node-memory-gib", type=float)
-    parser.add_argument("--node-cpus", type=float)
-    parser.add_argument("--containers", action="store_true", help="list every container with its node")
-    a = parser.parse_args(argv)
-    raw = what_if(raw_profile(a.source), a.workers, a.node_memory_gib, a.node_cpus)
+@cli.command()
+def command(
+    source: Annotated[str, typer.Argument(metavar="SOURCE", help="a stack name or a profile file")],
+    workers: Annotated[int | None, typer.Option(help="what if the team had this many workers")] = None,
+    node_memory_gib: Annotated[float | None, typer.Option(help="what if every node had this much memory")] = None,
+    node_cpus: Annotated[float | None, typer.Option(help="what if every node had this many CPUs")] = None,
+    containers: Annotated[bool, typer.Option("--containers", help="list every container with its node")] = False,
+) -> int:
+    """Exits 1 when the plan does not fit the nodes (the refusal `pulumi up` and the policy pack give), 2 on a bad
+    profile or one that runs on one Docker host."""
+    raw = what_if(raw_profile(source), workers, node_memory_gib, node_cpus)
     try:
         p = parse_profile(raw)
     except ProfileError as err:
@@ -121,9 +126,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plan: profile {p.profile} runs on one Docker host (engine: docker); nothing to place", file=sys.stderr)
         return 2
     made = placement.plan(p)
-    print(report(p, made, a.containers))
+    print(report(p, made, containers))
     return 0 if made.fits else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,28 +8,34 @@ scripts/lib/report.py (the report step of every run renders the same page).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+from typing import Annotated
 
+import typer
+
+from scripts.cli import options
 from scripts.lib.report import ReportError, report
 
+cli = options.typer_app()
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.cli report", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    parser.add_argument("-o", "--output", type=Path, help="the page (default: RUN_DIR/report.html for one run)")
-    args = parser.parse_args(argv)
-    if len(args.run_dirs) > 1 and args.output is None:
-        parser.error("a report across several runs needs -o OUT.html")
+
+@cli.command()
+def command(
+    ctx: typer.Context,
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR", help="the run directories")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="the page (default: RUN_DIR/report.html for one run)"),
+    ] = None,
+) -> int:
+    """Prints the page's path; exits 2 when a run directory cannot be read."""
+    if len(run_dirs) > 1 and output is None:
+        ctx.fail("a report across several runs needs -o OUT.html")
     try:
-        out = report(args.run_dirs, args.output)
+        out = report(run_dirs, output)
     except ReportError as err:
         print(f"report: {err}", file=sys.stderr)
         return 2
     print(out)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

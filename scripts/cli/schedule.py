@@ -22,7 +22,6 @@ shell on stdin (`sh -s install`), never through SSH environment or the command l
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pwd
@@ -33,13 +32,16 @@ import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Annotated, Literal
 
-from model import contract
+import typer
+
 from model.privilege import as_root
 from model.profile import Profile, ProfileError
 from model.project import ROOT
 from model.rundir import RunDir
 from model.stackfiles import load_profile as stack_profile
+from scripts.cli import options
 from scripts.lib import launcher
 from scripts.lib.launcher import STOP_GRACE_S, Refused, launch_environment
 
@@ -47,6 +49,8 @@ UNITS_SCRIPT = ROOT / "scripts" / "host" / "schedule_units.sh"
 LAUNCH_SCRIPT = ROOT / "scripts" / "scheduled_launch.sh"
 HEREDOC_END = "AGENSH_SCHEDULE_UNIT_END"
 PLAIN_VALUE = re.compile(r"[A-Za-z0-9_@+=:,./~-]*")  # what a unit file takes unquoted (checked, never escaped)
+
+cli = options.typer_app()
 
 
 def unit_name(stack: str) -> str:
@@ -243,29 +247,26 @@ def status(stack: str) -> dict[str, object]:
     return shown
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m scripts.cli schedule", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("action", choices=["install", "remove", "status"])
-    ap.add_argument("stack")
-    args = ap.parse_args(argv)
-    if not contract.PROFILE_RE.fullmatch(args.stack):
-        print(f"schedule: stack name {args.stack!r}: lowercase letters, digits and hyphens", file=sys.stderr)
-        return 2
+@cli.command()
+def command(
+    action: Annotated[
+        Literal["install", "remove", "status"],
+        typer.Argument(metavar="ACTION", help="install at the profile's start_at, remove (no unit left), or status"),
+    ],
+    stack: options.ProfileStack,
+) -> int:
+    """The units of this checkout's scheduled launch, on the host the profile's host units live on; prints what it
+    found or did as JSON. Refused (exit 2, before anything is written): no start_at or one not in the future, a
+    passphrase given as a value, missing host units, or a launch of the stack running."""
     try:
-        if args.action == "install":
-            shown: dict[str, object] = dict(install(args.stack, datetime.now(UTC)))
-        elif args.action == "remove":
-            shown = dict(remove(args.stack))
+        if action == "install":
+            shown: dict[str, object] = dict(install(stack, datetime.now(UTC)))
+        elif action == "remove":
+            shown = dict(remove(stack))
         else:
-            shown = status(args.stack)
+            shown = status(stack)
     except Refused as err:
-        print(f"schedule {args.action} {args.stack}: refused: {err}", file=sys.stderr)
+        print(f"schedule {action} {stack}: refused: {err}", file=sys.stderr)
         return 2
     print(json.dumps(shown, indent=2, sort_keys=True))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,12 +6,16 @@ current one).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+from typing import Annotated
 
+import typer
 from pydantic_core import PydanticUndefined
 
 from model.profile import Profile
+from scripts.cli import options
+
+cli = options.typer_app()
 
 
 def table() -> str:
@@ -33,14 +37,14 @@ def update(path: Path) -> None:
     path.write_text("\n".join(lines[:start] + table().splitlines() + lines[end:]) + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if args[:1] == ["--update"]:
-        update(Path(args[1]))
-    else:
+@cli.command()
+def command(
+    update_path: Annotated[
+        Path | None, typer.Option("--update", metavar="FILE", help="rewrite the table in FILE in place, not print it")
+    ] = None,
+) -> int:
+    if update_path is None:
         print(table())
+    else:
+        update(update_path)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,15 +14,15 @@ file's plain settings (never the passphrase or a secret) and says plainly what i
 
 from __future__ import annotations
 
-import argparse
 import json
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from pydantic import BaseModel
 from rich.console import Group
 from rich.live import Live
@@ -35,9 +35,12 @@ from model.records import KickoffResult, Ramp, Score, Session, WakeResult, ok_re
 from model.rundir import ProfileDir, RunDir
 from model.stackfiles import load_profile
 from model.topology import Layout
+from scripts.cli import options
 from scripts.lib import launcher
 from scripts.lib.activity import Follower, epoch, reader
 from scripts.lib.step import held, iso
+
+cli = options.typer_app()
 
 
 class Worker(BaseModel):
@@ -380,35 +383,33 @@ def describe_launch(v: LaunchView | None) -> str:
     return f"the launcher ({where}, since {v.started}) died without ending; `make up` resumes"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scripts.cli status", description=__doc__.splitlines()[0])
-    ap.add_argument("stack")
-    ap.add_argument("--json", action="store_true", help="one snapshot as JSON")
-    ap.add_argument("--once", action="store_true", help="one view, no refresh")
-    ap.add_argument("--every", type=float, default=5.0, help="seconds between refreshes (default 5)")
-    args = ap.parse_args(argv)
+@cli.command()
+def command(
+    stack: options.Stack,
+    as_json: options.Json = False,
+    once: Annotated[bool, typer.Option("--once", help="one view, no refresh")] = False,
+    every: Annotated[float, typer.Option(help="seconds between refreshes")] = 5.0,
+) -> int:
+    """A live view that refreshes until Ctrl-C, unless --once or --json. It reads only the stack file's plain settings,
+    never a secret."""
     try:
-        p = load_profile(args.stack)
+        p = load_profile(stack)
     except (FileNotFoundError, ProfileError) as err:
         print(f"status: {err}", file=sys.stderr)
         return 2
-    if args.json:
-        print(snapshot(args.stack, p).model_dump_json(indent=2))
+    if as_json:
+        print(snapshot(stack, p).model_dump_json(indent=2))
         return 0
-    if args.once:
+    if once:
         from rich.console import Console
 
-        Console().print(render(snapshot(args.stack, p)))
+        Console().print(render(snapshot(stack, p)))
         return 0
     try:
         follow = reader(p.checkout_convention).follower()
-        with Live(render(snapshot(args.stack, p, follow)), refresh_per_second=1) as live:
+        with Live(render(snapshot(stack, p, follow)), refresh_per_second=1) as live:
             while True:
-                time.sleep(args.every)
-                live.update(render(snapshot(args.stack, p, follow)))
+                time.sleep(every)
+                live.update(render(snapshot(stack, p, follow)))
     except KeyboardInterrupt:
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

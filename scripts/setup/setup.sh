@@ -116,6 +116,11 @@ project_path() {
   echo "    $pth now names $ROOT"
 }
 
+# pyproject.toml's console commands (`agensh`) in the venv's bin/, which pip writes only for an installed project.
+console_scripts() {
+  (cd "$ROOT" && .venv/bin/python -m scripts.setup.console_scripts)
+}
+
 # The real GitHub Copilot CLI at the demo's pin, from npm into the cache (keyed by version), imported as
 # agensh-copilot:<version> for the demo checkout's worker images (scripts/setup/copilot_cli.py). Tests never reach npm.
 copilot_cli() {
@@ -138,6 +143,7 @@ step "host tools" host_tools
 step "Docker engine" docker_engine
 step "Python environment" python_env
 step "the project on the venv's path" project_path
+step "console commands" console_scripts
 step "Pulumi toolchain" toolchain
 step "Copilot CLI" copilot_cli
 step "state and passphrase" secrets_home

@@ -78,4 +78,7 @@ def test_the_cc_log_checkout_passes_with_its_convention_and_fails_with_the_demos
         "no file holds `cc.log`",
     ]
     unknown = check_checkout(str(cc), "--convention", "cc")
-    assert unknown.returncode == 2 and "invalid choice: 'cc' (choose from 'cc-log', 'demo')" in unknown.stderr
+    assert (
+        unknown.returncode == 2
+        and "unknown checkout convention 'cc'; the contract knows cc-log, demo" in unknown.stderr
+    )

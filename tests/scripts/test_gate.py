@@ -21,6 +21,7 @@ from model.project import ROOT
 from model.records import Host, Manifest, Revision
 from model.rundir import RUN_FAILED, RunDir
 from scripts.cli import gate
+from scripts.cli.app import main as cli
 from scripts.lib.step import now, write_atomic, write_marker
 from tests.scripts.conftest import LEADERBOARD as REFERENCE
 from tests.scripts.conftest import leaderboard_tasks
@@ -104,10 +105,17 @@ def make_run(
     return root
 
 
+def gate_on(argv: list[str], host: Host = LOW) -> int:
+    """`python -m scripts.cli gate` on argv, this host reading as `host`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gate, "host_resources", lambda: host)
+        return cli(["gate", *argv])
+
+
 def run_gate(
     capsys: pytest.CaptureFixture[str], runs: list[Path], *args: str, reference: Path = REFERENCE, host: Host = LOW
 ) -> tuple[int, dict[str, Any]]:
-    code = gate.main([*map(str, runs), "--reference", str(reference), "--json", *args], host=lambda: host)
+    code = gate_on([*map(str, runs), "--reference", str(reference), "--json", *args], host)
     result = json.loads(capsys.readouterr().out)
     assert json.loads(RunDir(runs[0]).gate.read_text()) == result  # the record is what was printed
     return code, result
@@ -242,7 +250,7 @@ def test_candidate_split_over_two_runs_gates_like_one(tmp_path: Path, tasks, cap
     assert code == 0 and split["pairs"] == whole["pairs"] and split["versus_reference"] == whole["versus_reference"]
     assert not RunDir(second).gate.exists()
     assert any("is not finished (state running)" in r for r in split["reasons"])
-    assert gate.main([str(first), str(second), "--reference", str(REFERENCE)], host=lambda: LOW) == 0
+    assert gate_on([str(first), str(second), "--reference", str(REFERENCE)]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split() == ["task", "candidate", "reference", "delta", "note"]
     assert [line.split()[0] for line in table[1:21]] == tasks
@@ -317,7 +325,7 @@ def zero_load_limit(tmp_path: Path, tasks: list[str]) -> tuple[list[str], str]:
 )
 def test_bad_input_exits_2_naming_it_and_writes_nothing(tmp_path: Path, tasks, capsys, setup):
     argv, named = setup(tmp_path, tasks)
-    assert gate.main(argv, host=lambda: LOW) == 2
+    assert gate_on(argv) == 2
     out = capsys.readouterr()
     assert named in out.err and out.out == ""
     assert not list(tmp_path.rglob("gate.json")) and not (REFERENCE / "gate.json").exists()
@@ -352,7 +360,7 @@ def test_a_stack_names_its_run_and_the_verdict_is_recorded_with_it(tmp_path: Pat
     copy = CopyDir(tmp_path / "traj" / "cand.20261129t000000z")
     write_atomic(rd.manifest, manifest(tasks).model_copy(update={"copy_dir": str(copy.path)}))
     copies.mirror(rd, {}, copy, None)
-    code = gate.main(["cand", "--reference", str(REFERENCE)], host=lambda: LOW)
+    code = gate_on(["cand", "--reference", str(REFERENCE)])
     assert code == 0 and "PASS" in capsys.readouterr().out
     recorded = Manifest.model_validate_json(rd.manifest.read_text()).gate
     assert recorded is not None and recorded.verdict == "PASS" and recorded.task_ids == sorted(tasks)

@@ -47,7 +47,8 @@ from model.records import (
 from model.rundir import EXPORT_FAILED, RunDir
 from model.step_inputs import ManifestInputs
 from scripts import manifest, score
-from scripts.cli import gate, report
+from scripts.cli import gate
+from scripts.cli.app import main as cli
 from scripts.lib import timeline
 from scripts.lib.step import iso, write_atomic, write_marker
 from tests.conftest import require
@@ -480,14 +481,14 @@ def assert_provenance(page: Node, run: Path) -> None:
 # --- tests -------------------------------------------------------------------------------------------------------
 
 
-def test_leaderboard_run_in_chromium(tmp_path: Path, chromium: str, artifacts: Path):
+def test_leaderboard_run_in_chromium(tmp_path: Path, chromium: str, artifacts: Path, monkeypatch: pytest.MonkeyPatch):
     leaderboard_tasks()
     run, p = leaderboard_run(tmp_path)
-    idle = Host(cpus=2, memory_gib=8.0, load=(0, 0, 0))
-    code = gate.main([str(run), "--reference", str(FIXTURES)], host=lambda: idle)
+    monkeypatch.setattr(gate, "host_resources", lambda: Host(cpus=2, memory_gib=8.0, load=(0, 0, 0)))  # idle
+    code = cli(["gate", str(run), "--reference", str(FIXTURES)])
     gated = read_record(RunDir(run).gate, GateResult)
     assert gated is not None and code == gate.EXIT_CODES[gated.verdict]
-    assert report.main([str(run)]) == 0
+    assert cli(["report", str(run)]) == 0
     html = RunDir(run).report.read_text()
     assert external_references(html) == []
     page = browse(chromium, RunDir(run).report, tmp_path, artifacts / "report-leaderboard.png")
@@ -519,7 +520,7 @@ def test_demo_run_in_chromium(tmp_path: Path, chromium: str, artifacts: Path, wa
         Event(kind="wake", at=T0, label="worker 1", late_s=0.2),
         Event(kind="wake", at=T0 + 17, label="worker 2", late_s=12.0),
     )
-    assert report.main([str(run)]) == 0
+    assert cli(["report", str(run)]) == 0
     page = browse(chromium, RunDir(run).report, tmp_path, artifacts / "report-demo.png")
     assert page.requests == []
     raw, passed, total = expected(run, DEMO_TASK)
@@ -554,7 +555,7 @@ def test_task_without_eval_json_is_not_evaluated(tmp_path: Path):
     )
     receipt(run, other, "export", T0 + 920, T0 + 1090, None, status="failed", error="Gitea unreachable")
     write_marker(RunDir(run), other, EXPORT_FAILED, "export: Gitea unreachable")
-    assert report.main([str(run)]) == 0
+    assert cli(["report", str(run)]) == 0
     c = card(parse(RunDir(run).report.read_text()), other)
     assert c.field("status") == "not evaluated" and c.field("score") == "—"
     problems = c.field("problems")
@@ -580,7 +581,7 @@ def test_untrusted_text_is_escaped(tmp_path: Path, chromium: str, wake_step):
     )
     receipt(run, DEMO_TASK, "reminders", T0, T0 + 190, None, status="failed", error=evil)
     wake_step(run, Event(kind="wake", at=T0 + 5, label=evil, late_s=30))
-    assert report.main([str(run)]) == 0
+    assert cli(["report", str(run)]) == 0
     html = RunDir(run).report.read_text()
     assert "<script" not in html.lower()
     assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 4  # the test name, two receipts, the timeline
@@ -596,7 +597,7 @@ def test_team_beside_baseline_and_runs_side_by_side(tmp_path: Path):
     team = demo_run(tmp_path, "demo")
     baseline = demo_run(tmp_path, "demo-baseline", kind="baseline", eval_result="incorrect")
     out = tmp_path / "compare.html"
-    assert report.main([str(team), str(baseline), "-o", str(out)]) == 0
+    assert cli(["report", str(team), str(baseline), "-o", str(out)]) == 0
     page = parse(out.read_text())
     team_raw, _, _ = expected(team, DEMO_TASK)
     base_raw, _, _ = expected(baseline, DEMO_TASK)
@@ -611,13 +612,13 @@ def test_team_beside_baseline_and_runs_side_by_side(tmp_path: Path):
 
 def test_several_runs_need_an_output_and_bad_files_are_named(tmp_path: Path, capsys: pytest.CaptureFixture):
     run = demo_run(tmp_path)
-    with pytest.raises(SystemExit):
-        report.main([str(run), str(run)])
+    assert cli(["report", str(run), str(run)]) == 2
+    assert "a report across several runs needs -o OUT.html" in capsys.readouterr().err
     bad = RunDir(run).receipt("export", DEMO_TASK)
     bad.write_text('{"step": "export", "started": "yesterday"}')
-    assert report.main([str(run)]) == 2
+    assert cli(["report", str(run)]) == 2
     assert str(bad) in capsys.readouterr().err
-    assert report.main([str(tmp_path / "nowhere")]) == 2
+    assert cli(["report", str(tmp_path / "nowhere")]) == 2
     assert "not a run directory" in capsys.readouterr().err
 
 
@@ -653,6 +654,6 @@ def test_new_event_kinds_need_no_code_to_show(tmp_path: Path):
 def test_receipt_of_an_unknown_step_is_listed_not_read(tmp_path: Path):
     run = demo_run(tmp_path)
     RunDir(run).receipt("from-a-newer-checkout", DEMO_TASK).write_text("{}")
-    assert report.main([str(run)]) == 0
+    assert cli(["report", str(run)]) == 0
     c = card(parse(RunDir(run).report.read_text()), DEMO_TASK)
     assert "does not know (not read): from-a-newer-checkout" in " ".join(c.text().split())

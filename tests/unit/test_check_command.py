@@ -10,6 +10,7 @@ import pytest
 from model.images import build_labels, plan
 from model.stackfiles import load_profile
 from scripts.cli import check
+from scripts.cli.app import main as cli
 
 
 @pytest.mark.parametrize("uncached", [False, True])
@@ -34,7 +35,7 @@ def test_each_build_is_the_plans(uncached: bool):
 
 
 def test_a_stack_it_cannot_check_exits_2(capsys: pytest.CaptureFixture[str]):
-    assert check.main(["no-such-stack"]) == 2
+    assert cli(["check", "no-such-stack"]) == 2
     assert "no stack file" in capsys.readouterr().err
-    assert check.main(["cohort-w120-swarm"]) == 2
+    assert cli(["check", "cohort-w120-swarm"]) == 2
     assert "runs on a swarm; its live checks run at `make up`" in capsys.readouterr().err

@@ -71,6 +71,6 @@ def test_the_top_level_holds_only_step_programs_and_pinned_files():
 def test_one_entry_point_lists_every_command():
     out = subprocess.run([sys.executable, "-m", "scripts.cli", "--help"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    listed = [line.split()[0] for line in out.stdout.splitlines() if line.startswith("  ") and line.strip()]
-    assert listed == COMMANDS
-    assert all(len(line.split(None, 1)) == 2 for line in out.stdout.splitlines() if line.startswith("  "))
+    rows = out.stdout.split("\nCommands:\n", 1)[1].splitlines()
+    assert [row.split()[0] for row in rows] == COMMANDS
+    assert all(len(row.split(None, 1)) == 2 for row in rows)  # each with its summary
