@@ -440,7 +440,7 @@ class Experiment(pulumi.ComponentResource):
         export = Step(
             f"{name}-{slug}",
             steps.EXPORT,
-            si.GiteaInputs(**base, **self._gitea(task)),
+            si.ExportInputs(**base, **self._gitea(task), profile=p.profile, grace_s=p.export_grace_s),
             self.opts(kickoff),
             secrets=gitea_password,
         )

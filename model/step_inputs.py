@@ -130,6 +130,14 @@ class GiteaInputs(TaskInputs):
     gitea_repositories: str
 
 
+class ExportInputs(GiteaInputs):
+    """The export's, which its deadline keeper shares (scripts/lib/freeze.py)."""
+
+    profile: str
+    grace_s: int  # the profile's export_grace_s: past the deadline by this, with no export running, the keeper stops
+    # the task's workers (giving each this long to seal its archive, as the shutdown does)
+
+
 class CleanroomCopy(BaseModel):
     """The container a seed copies the task's /workspace out of: created and removed by the step, named and labelled
     so that one a killed seed left is found: the next seed of the task removes it first, destroy removes the

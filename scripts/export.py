@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from model import steps
 from model.records import ExportResult, Freeze, KickoffResult, read_record
 from model.rundir import EXPORT_FAILED, RunDir
-from model.step_inputs import GiteaInputs
+from model.step_inputs import ExportInputs, GiteaInputs
 from scripts.lib.freeze import KEEP, arm, freeze, keep
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import HTTPFailure
@@ -78,7 +78,7 @@ def freeze_now(a: GiteaInputs, password: str, deadline: float) -> Freeze:
         raise RuntimeError(f"freezing main: {err}") from None
 
 
-def export(a: GiteaInputs, password: str) -> ExportResult:
+def export(a: ExportInputs, password: str) -> ExportResult:
     rd = RunDir(Path(a.run_dir))
     kickoff = steps.result_of(rd, steps.KICKOFF, a.task_id, KickoffResult)
     if kickoff is None:

@@ -21,17 +21,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from model import steps
+from model import contract, steps
 from model.project import ROOT
 from model.records import Freeze, KickoffResult, read_record
 from model.rundir import RunDir
-from model.step_inputs import GiteaInputs
+from model.step_inputs import ExportInputs, GiteaInputs
 from scripts.lib.http import HTTPFailure, request
 from scripts.lib.step import held, iso, now, progress, wait_until, write_atomic
 
 KEEP = "keep"  # the export program's argument that makes it the keeper (its path is pinned with the step's)
 RETRY_S = 30  # the keeper tries again this often while Gitea does not answer at the deadline
 GIVE_UP_S = 3600  # then leaves the freeze to the export, which records how late it froze
+WATCH_S = 2  # how often the keeper looks for the export's receipt during the grace after the deadline
 
 
 def lock_main(gitea: str, repo: str, auth: tuple[str, str], attempts: int, timeout: float) -> None:
@@ -103,7 +104,7 @@ def keeper_alive(rd: RunDir, task_id: str) -> bool:
     return held(rd.keeper_lock(task_id))
 
 
-def arm(a: GiteaInputs, password: str) -> str:
+def arm(a: ExportInputs, password: str) -> str:
     """Start the task's keeper, detached from the launcher, unless `main` is frozen or a keeper lives; says which."""
     rd = RunDir(Path(a.run_dir))
     if rd.freeze(a.task_id).exists():
@@ -125,9 +126,36 @@ def arm(a: GiteaInputs, password: str) -> str:
     return f"armed (pid {proc.pid}, log: the task's {log.name})"
 
 
+def stop_unexported(a: ExportInputs, deadline: float) -> str:
+    """At the deadline plus the grace, with no export running or done (the launcher is dead), stop the task's workers:
+    main is locked, so what they do cannot reach the submission, and they would spend the model's budget for nothing.
+    Each gets the grace to seal its archive, as the shutdown gives it; the shutdown, when the launch resumes, finds
+    them stopped. On a swarm the workers are services on other nodes: left to the shutdown."""
+    rd = RunDir(Path(a.run_dir))
+    exported = rd.receipt(steps.EXPORT.name, a.task_id)
+    while time.time() < deadline + a.grace_s:  # an export that ends meanwhile ends the keeper's watch at once
+        if exported.exists() or not rd.path.is_dir():
+            return "the export is done: the team is the launch's to stop"
+        time.sleep(WATCH_S)
+    if held(rd.lock(steps.EXPORT.name, a.task_id)) or exported.exists():
+        return "an export has started: the team is the launch's to stop"
+    filters = [
+        contract.profile_filter(a.profile),
+        contract.role_filter("worker"),
+        f"label={contract.TASK_LABEL}={a.task_id}",
+    ]
+    names = subprocess.run(
+        ["docker", "ps", "-q", *(arg for f in filters for arg in ("--filter", f))], capture_output=True, text=True
+    ).stdout.split()
+    if names:
+        subprocess.run(["docker", "stop", "-t", str(a.grace_s), *names], capture_output=True, text=True)
+    return f"no export by the deadline + {a.grace_s} s: {len(names)} worker(s) stopped, archives sealed"
+
+
 def keep(env: Mapping[str, str]) -> int:
-    """The keeper: one per task (its lock), asleep until the deadline, then the freeze, retried while Gitea is down."""
-    a = GiteaInputs.model_validate_json(env["AGENSH_INPUT"])
+    """The keeper: one per task (its lock), asleep until the deadline, then the freeze, retried while Gitea is down;
+    then, if no export has started by the deadline and the grace, the team's stop."""
+    a = ExportInputs.model_validate_json(env["AGENSH_INPUT"])
     rd = RunDir(Path(a.run_dir))
     with open(rd.keeper_lock(a.task_id), "a+") as lock:
         try:
@@ -144,15 +172,19 @@ def keep(env: Mapping[str, str]) -> int:
             return 1
         wait_until(kickoff.deadline_epoch, f"keeper: freeze of {a.repo}'s main")
         give_up = time.time() + GIVE_UP_S
+        code = 0
         while rd.path.is_dir():  # gone: the profile was destroyed meanwhile
             try:
                 f = freeze(a, env["AGENSH_GITEA_PASSWORD"], kickoff.deadline_epoch, "keeper")
                 progress(f"keeper: main frozen at {f.head[:12]} by the {f.by} at {f.frozen_at}")
-                return 0
+                break
             except HTTPFailure as err:
                 if time.time() > give_up:
                     progress(f"keeper: gave up, Gitea did not answer ({err}); the export freezes main when it runs")
-                    return 1
+                    code = 1
+                    break
                 progress(f"keeper: Gitea did not answer ({err}); trying again in {RETRY_S} s")
                 time.sleep(RETRY_S)
-        return 0
+        if rd.path.is_dir():
+            progress(f"keeper: {stop_unexported(a, kickoff.deadline_epoch)}")
+        return code

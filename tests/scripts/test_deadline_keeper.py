@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 
+from model import contract
 from model.project import ROOT
 from model.records import Freeze, read_record
 from model.rundir import RunDir
-from model.step_inputs import GiteaInputs
+from model.step_inputs import ExportInputs
 from scripts import export
-from scripts.lib.freeze import arm, claim, keeper_alive
+from scripts.lib.freeze import arm, claim, keeper_alive, stop_unexported
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import HTTPFailure, request
 from scripts.setup.service_images import GITEA_IMAGE, MARIADB_IMAGE
@@ -40,6 +41,7 @@ AGENT, AGENT_PW = "agent-one", f"agent-{RUN}-pw"
 TASK = "testorg__calculator.abc1234"
 REPO = "team/calc"
 WINDOW_S = 20  # from the launch of the export to the deadline: time to kill the launcher and push
+PROFILE = f"keeper-{RUN}"
 
 
 def frozen(head: str, by: str = "keeper") -> Freeze:
@@ -56,13 +58,15 @@ def test_the_first_freeze_stays(tmp_path: Path):
 
 
 def test_arming_a_frozen_task_starts_nothing(tmp_path: Path):
-    a = GiteaInputs(
+    a = ExportInputs(
         run_dir=str(tmp_path),
         task_id=TASK,
         gitea_url="http://127.0.0.1:9",
         gitea_user=ADMIN,
         repo=REPO,
         gitea_repositories=str(tmp_path / "none"),
+        profile=PROFILE,
+        grace_s=0,
     )
     RunDir(tmp_path).task(TASK).mkdir(parents=True)
     claim(RunDir(tmp_path).freeze(TASK), frozen("a" * 40))
@@ -179,13 +183,15 @@ def test_launcher_killed_mid_window_exports_the_deadline_head(gitea: str, tmp_pa
     rd = RunDir(run)
     deadline = time.time() + WINDOW_S
     kicked_off(run, TASK, deadline)
-    a = GiteaInputs(
+    a = ExportInputs(
         run_dir=str(run),
         task_id=TASK,
         gitea_url=gitea,
         gitea_user=ADMIN,
         repo=REPO,
         gitea_repositories=str(tmp_path / "no-preserved-data"),
+        profile=PROFILE,
+        grace_s=0,  # the launcher is dead: the keeper stops the team at once (none here)
     ).model_dump_json()
     env = {**os.environ, "AGENSH_INPUT": a, "AGENSH_GITEA_PASSWORD": ADMIN_PW}
     # the launcher's export step, in a process group of its own as the engine starts it
@@ -246,3 +252,62 @@ def test_launcher_killed_mid_window_exports_the_deadline_head(gitea: str, tmp_pa
             launcher.wait()
         if keeper is not None and keeper_alive(rd, TASK):
             os.kill(keeper, signal.SIGKILL)
+
+
+def test_the_team_stopped_when_no_export_started_by_the_deadline_and_grace(base_image: str, tmp_path: Path):
+    """The keeper's last watch: a worker of the task runs on while an export runs; with none by the deadline and the
+    grace, it is stopped (given the grace to seal its archive); another task's worker is left alone."""
+    run = tmp_path / "run"
+    rd = RunDir(run)
+    kicked_off(run, TASK, time.time())
+    a = ExportInputs(
+        run_dir=str(run),
+        task_id=TASK,
+        gitea_url="http://unused",
+        gitea_user=ADMIN,
+        repo=REPO,
+        gitea_repositories=str(tmp_path),
+        profile=PROFILE,
+        grace_s=1,
+    )
+
+    def worker(task: str) -> str:
+        labels = {contract.PROFILE_LABEL: PROFILE, contract.ROLE_LABEL: "worker", contract.TASK_LABEL: task}
+        made = subprocess.run(
+            ["docker", "run", "-d", "--network", "none", "--label", LABEL]
+            + [arg for k, v in labels.items() for arg in ("--label", f"{k}={v}")]
+            + [base_image, "sleep", "infinity"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return made.stdout.strip()
+
+    def running(cid: str) -> bool:
+        state = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", cid], capture_output=True, text=True)
+        return state.stdout.strip() == "true"
+
+    ours, theirs = worker(TASK), worker("other__task.0000000")
+    try:
+        lock = rd.lock("export", TASK)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        holder = subprocess.Popen(  # the launcher's export, alive past the deadline
+            [
+                sys.executable,
+                "-c",
+                f"import fcntl,time; f=open({str(lock)!r},'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+                "print('held', flush=True); time.sleep(60)",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert "an export has started" in stop_unexported(a, time.time() - 1)
+        assert running(ours)
+        holder.kill()
+        holder.wait()
+        said = stop_unexported(a, time.time())  # the launcher died: nothing exports
+        assert "1 worker(s) stopped" in said, said
+        assert not running(ours) and running(theirs)
+    finally:
+        subprocess.run(["docker", "rm", "-f", ours, theirs], capture_output=True)
