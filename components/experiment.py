@@ -32,7 +32,7 @@ from .host_units import HostUnits
 from .images import Images
 from .networks import Networks
 from .platform import Platform
-from .steps import Step
+from .step_resources import Step
 from .swarm import Swarm
 from .team import Team
 

@@ -12,11 +12,11 @@ import shlex
 import pulumi
 from pulumi_command import local, remote
 
-from model.privilege import as_root
 from model.profile import Profile
 from model.project import SCRIPTS
+from model.root_powers import as_root
 
-# systemctl and /etc/systemd/system: root, or the user's passwordless sudo (model/privilege.py)
+# systemctl and /etc/systemd/system: root, or the user's passwordless sudo (model/root_powers.py)
 INSTALL = as_root("sh -s install", "installing the host units (systemctl, /etc/systemd/system)")
 REMOVE = as_root("sh -s remove", "removing the host units (systemctl, /etc/systemd/system)")
 REMOTE_GUARD_EXEC = "/usr/local/libexec/agensh/pbench_reboot_guard.sh"

@@ -1,4 +1,4 @@
-"""Images: the profile's image plan (model/images.py) as resources: cleanroom and third-party images pulled, shared
+"""Images: the profile's image plan (model/image_plan.py) as resources: cleanroom and third-party images pulled, shared
 images built from the Agensh checkout, and the per-task worker images. Every image's id is exposed for provenance.
 
 `pulumi destroy` removes only the images under this run's private tag (`uncached: true`): every other image is
@@ -13,7 +13,7 @@ from pathlib import Path
 import pulumi
 import pulumi_docker as docker
 
-from model.images import PlannedImage, build_labels, plan, private
+from model.image_plan import PlannedImage, build_labels, plan, private
 from model.profile import Profile
 
 
@@ -28,7 +28,7 @@ def context_digest(path: Path) -> str:
 
 
 class Images(pulumi.ComponentResource):
-    """The profile's image plan (model/images.py), one RemoteImage per entry, in its order."""
+    """The profile's image plan (model/image_plan.py), one RemoteImage per entry, in its order."""
 
     by_name: dict[str, docker.RemoteImage]  # image name -> its resource
 

@@ -41,7 +41,7 @@ from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels, docker_networks
 from .sdk import Container
-from .steps import Step
+from .step_resources import Step
 
 CONVERGE = {"delay": "2s", "timeout": "5m"}
 MODEL_SECRET_KEY = "llm_upstream_token"

@@ -23,9 +23,9 @@ from pydantic import ValidationError
 
 from . import addressing, catalog, contract, placement
 from .checkout import CONVENTIONS
+from .ramp import Ramp, TaskBudget, budget
 from .roles import ROLES
 from .rundir import ProfileDir
-from .schedule import Ramp, TaskBudget, budget
 from .settings import ProfileSettings
 
 NAMESPACE = "agensh"

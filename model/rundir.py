@@ -170,7 +170,7 @@ class RunDir:
 
     @property
     def report(self) -> Path:
-        """The run's report page (scripts/lib/report.py)."""
+        """The run's report page (scripts/lib/report_page.py)."""
         return self.path / "report.html"
 
     @property

@@ -3,7 +3,7 @@
 
 The inputs are part of the step's identity: Pulumi replaces (re-runs) a step when they change, and the step
 replays its receipt instead of working again when a receipt with the same inputs digest is already `ok`
-(see `components/steps.py` for which state decides what).
+(see `components/step_resources.py` for which state decides what).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from model.checkout import DEFAULT_CONVENTION, ConventionName
 from model.contract import READY_TIMEOUT_S
-from model.images import plan
+from model.image_plan import plan
 from model.profile import Profile
 from model.rundir import RunDir
 from model.services import operator_url

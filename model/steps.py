@@ -1,6 +1,6 @@
 """The step table: the one place each step of an experiment is named.
 
-A step is a program of `scripts/` that a command resource runs (components/steps.py) with its typed inputs, and
+A step is a program of `scripts/` that a command resource runs (components/step_resources.py) with its typed inputs, and
 that leaves a typed receipt in the run directory (scripts/lib/step.py). The components declare steps from this table,
 the programs run under it and the readers look receipts up through it, so a step cannot be declared, run or read
 under a name the table does not have (tests/unit/test_step_table.py).
@@ -90,7 +90,7 @@ PRESERVE_TASK = StepDef(
     "preserve-task", "preserve", si.PreserveInputs, r.PreserveResult, args="task", resource="preserve"
 )
 MANIFEST_FINISH = StepDef("manifest-finish", "manifest", si.ManifestInputs, r.ManifestFinish, args="finish")
-REPORT = StepDef("report", "report", si.Inputs, r.ReportResult, args="step")
+REPORT = StepDef("report", "run_report", si.Inputs, r.ReportResult, args="step")
 # the run's last step: it copies the whole run, and its delete refuses a destroy while results would be lost
 PRESERVE_RUN = StepDef("preserve-run", "preserve", si.PreserveInputs, r.PreserveResult, args="run", delete="guard")
 

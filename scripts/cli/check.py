@@ -5,7 +5,7 @@
 What `make up`'s preflight checks once the networks and images exist, checked here alone, before anything is created:
 Docker, the checkout against the checkout contract, the team limits, no leftover output or containers of the profile,
 the subnets and operator ports free, the host units, every image of the profile pulled or built as `up` would
-(model/images.py: the same Dockerfiles, arguments and tags) with each worker image's self-check, Copilot CLI version
+(model/image_plan.py: the same Dockerfiles, arguments and tags) with each worker image's self-check, Copilot CLI version
 and reference binary in throwaway containers without network, the tasks' test blobs and the room for them on the data
 root, and the model: the gateway's model list and one small request through a temporary egress proxy of the profile
 (on temporary networks with the profile's subnets, beside the demo's stand-in model when the profile runs it), asked
@@ -39,9 +39,9 @@ from types import FrameType
 from model import checkout as checkout_contract
 from model import contract
 from model import step_inputs as si
-from model.images import Build, PlannedImage, build_labels, plan, private
-from model.privilege import missing
+from model.image_plan import Build, PlannedImage, build_labels, plan, private
 from model.profile import NAMESPACE, Profile, ProfileError
+from model.root_powers import missing
 from model.services import HEALTH_PATH, secret_key, secret_setting, spec
 from model.stackfiles import ROOT, load_profile
 from model.topology import Layout, Placement

@@ -3,7 +3,7 @@
     .venv/bin/python -m scripts.cli report RUN_DIR [RUN_DIR...] [-o OUT.html]
 
 One run: written to `RUN_DIR/report.html` unless `-o` says otherwise; several runs need `-o`. What the page shows:
-scripts/lib/report.py (the report step of every run renders the same page).
+scripts/lib/report_page.py (the report step of every run renders the same page).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from scripts.cli import options
-from scripts.lib.report import ReportError, report
+from scripts.lib.report_page import ReportError, report
 
 cli = options.typer_app()
 

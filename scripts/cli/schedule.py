@@ -36,9 +36,9 @@ from typing import Annotated, Literal
 
 import typer
 
-from model.privilege import as_root
 from model.profile import Profile, ProfileError
 from model.project import ROOT
+from model.root_powers import as_root
 from model.rundir import RunDir
 from model.stackfiles import load_profile as stack_profile
 from scripts.cli import options

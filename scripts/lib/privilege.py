@@ -1,4 +1,4 @@
-"""Root's powers from a step or command, for root or a user with passwordless `sudo` (model/privilege.py says which
+"""Root's powers from a step or command, for root or a user with passwordless `sudo` (model/root_powers.py says which
 things need them and why). Everything else runs as the user. Agent-written files are never parsed or run with these
 powers: only `chown` of directories agensh made and `rm` of the profile's data run as root."""
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from model.privilege import missing
+from model.root_powers import missing
 
 
 class NotRoot(RuntimeError):

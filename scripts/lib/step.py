@@ -2,7 +2,8 @@
 a typed receipt written to the run directory and printed as the last stdout line, progress lines on stderr.
 
 A receipt with the same inputs digest and status `ok` means the step is done: running it again prints that
-receipt and does nothing (Pulumi re-runs a step only when its inputs change or it failed; see components/steps.py).
+receipt and does nothing (Pulumi re-runs a step only when its inputs change or it failed; see
+components/step_resources.py).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.experiment import Experiment
-from model.images import plan
+from model.image_plan import plan
 from tests.components.conftest import secrets, stack_profile
 
 IMAGE = "docker:index/remoteImage:RemoteImage"
@@ -28,7 +28,7 @@ def test_shared_images_are_kept_and_private_ones_go(tmp_path: Path, run_program)
 
 
 def test_the_images_are_the_plan(tmp_path: Path, run_program):
-    """One list of images (model/images.py): the component declares each planned image with the plan's Dockerfile,
+    """One list of images (model/image_plan.py): the component declares each planned image with the plan's Dockerfile,
     context and build arguments, and a built image after the images it is built on."""
     profile = stack_profile("cohort-w8", tmp_path, tasks=["jgm__pandoc.5caad90", "testorg__calculator.abc1234"])
     regs = run_program(lambda: Experiment("experiment", profile, secrets(), project_dir=tmp_path).images.ids)

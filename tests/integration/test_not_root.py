@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from model.privilege import as_root
 from model.project import ROOT
+from model.root_powers import as_root
 from scripts.setup import demo_images
 from tests.integration.conftest import docker, venv_mounts
 from tests.integration.test_demo import TASK, demo_sandbox, labelled

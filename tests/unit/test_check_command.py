@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from model.images import build_labels, plan
+from model.image_plan import build_labels, plan
 from model.stackfiles import load_profile
 from scripts.cli import check
 from scripts.cli.app import main as cli

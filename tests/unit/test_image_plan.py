@@ -1,4 +1,4 @@
-"""The image plan (model/images.py): each image once, every image a build is based on made before it, a baseline's
+"""The image plan (model/image_plan.py): each image once, every image a build is based on made before it, a baseline's
 plan only what a baseline builds, and uncached builds under the run's private tag."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from model import catalog
 from model.checkout import shared_images
-from model.images import plan, private
+from model.image_plan import plan, private
 from model.profile import parse_profile
 
 TASKS = sorted(catalog.tasks())[:3]

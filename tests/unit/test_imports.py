@@ -94,3 +94,13 @@ def test_the_model_imports_form_no_cycle():
 def test_a_cycle_is_found_also_through_type_checking():
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_two_modules_of_the_program_share_a_name():
+    """A module's name says what it holds, so one name is one thing wherever it is read: an import, a traceback, a
+    search for the file (a package's `__init__` and `__main__` excepted; tests keep their tier's names)."""
+    by_name: dict[str, list[str]] = {}
+    for path in sources():
+        if not path.is_relative_to(ROOT / "tests") and path.name not in ("__init__.py", "__main__.py"):
+            by_name.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in by_name.items() if len(paths) > 1} == {}

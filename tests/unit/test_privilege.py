@@ -1,4 +1,4 @@
-"""Root's powers for a user with passwordless sudo (model/privilege.py, scripts/lib/privilege.py): root runs the
+"""Root's powers for a user with passwordless sudo (model/root_powers.py, scripts/lib/privilege.py): root runs the
 command itself, a user through `sudo -n` (never a prompt), and a `sudo` that asks for a password gives a clear
 message at once, with nothing changed. The user is played by stand-ins for `id` and `sudo` on PATH (these tests
 run as root and change no user of the host); the real user with a real sudo runs the demo in
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from model.privilege import as_root
+from model.root_powers import as_root
 from scripts.lib import privilege
 
 ASKS = "sudo: a password is required"

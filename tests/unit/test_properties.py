@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from model import catalog
 from model.profile import parse_profile
-from model.schedule import Ramp
+from model.ramp import Ramp
 from model.topology import Layout
 
 TASK_IDS = sorted(catalog.tasks())

@@ -1,4 +1,5 @@
-"""report: `report.html`, one self-contained page (no external fetch) of a run, or of several runs side by side.
+"""The report page: `report.html`, one self-contained page (no external fetch) of a run, or of several runs side by
+side.
 
 One run: written to `RUN_DIR/report.html` unless told otherwise; several runs need an output path. Everything is
 read through the typed records (model/records.py) at the places `RunDir` names. The page shows per task the score
@@ -6,7 +7,7 @@ read through the typed records (model/records.py) at the places `RunDir` names. 
 what made a score incomplete, a timeline from the receipts (scripts/lib/timeline.py) and every step's receipt; a
 team beside its baseline for the same task when both runs are given; each run's headline, calibration gate verdict
 and provenance. Everything read from the run is untrusted: the template escapes it all, and the plots their labels.
-The report step (scripts/report.py) and the operator's command (`python -m scripts.cli report`) both render with
+The report step (scripts/run_report.py) and the operator's command (`python -m scripts.cli report`) both render with
 `report()`.
 """
 

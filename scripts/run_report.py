@@ -1,5 +1,5 @@
-"""report: the report step of a run, `report.html` once the manifest is finished (and again whenever the results
-change), rendered by scripts/lib/report.py; the operator's command for any runs is `python -m scripts.cli report`.
+"""The report step of a run (step `report`): `report.html` once the manifest is finished (and again whenever the results
+change), rendered by scripts/lib/report_page.py; the operator's command for any runs is `python -m scripts.cli report`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from model import steps
 from model.records import ReportResult
 from model.rundir import RunDir
 from model.step_inputs import Inputs
-from scripts.lib.report import ReportError, report
+from scripts.lib.report_page import ReportError, report
 from scripts.lib.step import StepFailed, file_digest, load_inputs, progress, run_step
 
 
