@@ -2,7 +2,7 @@
 
 Each was measured on a 128-worker, 5-task preview (1,377 resources) on the 2-core machine (docs/performance.md) with
 the versions in `MEASURED_WITH`. When a pin moves (scripts/setup/versions.env), `check()` stops the program until
-someone measures each workaround again, keeps or drops it, and updates `MEASURED_WITH` (tests/unit/test_sdk_pins.py
+someone measures each workaround again, keeps or drops it, and updates `MEASURED_WITH` (tests/components/test_sdk.py
 checks that it matches the pins).
 
 - `quiet_debug_log`: the SDK sends four debug messages per resource, each a blocking RPC on the event loop's thread,

@@ -18,6 +18,12 @@ from scripts.lab import docker_disk
 from scripts.setup.calculator import BASE_IMAGE
 
 
+def pinned_versions() -> dict[str, str]:
+    """scripts/setup/versions.env's settings: the toolchain's versions and those requirements.txt names by them."""
+    lines = (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
 def require(ok: bool, what: str) -> None:
     if ok:
         return

@@ -100,9 +100,8 @@ python_env() {
   python3 -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null || die "Python 3.11+ is needed (programbench requires it); install python3.11 and python3.11-venv"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || die "could not create a venv; install python3-venv"
   "$venv/bin/pip" install -q --upgrade pip >/dev/null
-  "$venv/bin/pip" install -q -r "$ROOT/requirements.txt" \
-    "pulumi==$PULUMI_PY_VERSION" "pulumi-docker==$PULUMI_DOCKER_VERSION" "pulumi-command==$PULUMI_COMMAND_VERSION" \
-    "pulumi-policy==$PULUMI_POLICY_VERSION" "programbench==$PROGRAMBENCH_VERSION" "pydantic==$PYDANTIC_VERSION"
+  # requirements.txt names some versions by versions.env's names (${NAME}): pip reads them from the environment
+  (set -a && . "$ROOT/scripts/setup/versions.env" && "$venv/bin/pip" install -q -r "$ROOT/requirements.txt")
   echo "$want" >"$stamp"
 }
 

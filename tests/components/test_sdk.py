@@ -11,12 +11,11 @@ import pulumi.runtime.resource as sdk_resource
 import pytest
 
 from components import sdk
-from model.project import ROOT
+from tests.conftest import pinned_versions
 
 
 def pins() -> dict[str, str]:
-    lines = (ROOT / "scripts" / "setup" / "versions.env").read_text().splitlines()
-    env = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+    env = pinned_versions()
     return {
         "pulumi": env["PULUMI_PY_VERSION"],
         "pulumi_docker": env["PULUMI_DOCKER_VERSION"],
