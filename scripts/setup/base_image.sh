@@ -3,11 +3,12 @@
 # debootstrap a minimal Debian bookworm rootfs and `docker import` it as agensh-base:bookworm-<key>
 # (also tagged agensh-base:bookworm). Idempotent: skips if the image exists, and reuses the cached
 # rootfs tarball in ${AGENSH_CACHE:-$HOME/.cache/agensh}/base/ (outside the checkout).
-# Usage: sudo scripts/setup/base_image.sh [eval|systemd|user]   (needs root: debootstrap chroots and creates device nodes)
+# Usage: sudo scripts/setup/base_image.sh [eval|systemd]   (needs root: debootstrap chroots and creates device nodes)
 #   eval (default): agensh-base:bookworm, for evaluation containers and the demo's stand-ins.
-#   systemd: agensh-systemd-host:bookworm, a host that boots systemd with sshd (tests of the host units).
-#   user: agensh-user-host:bookworm, a host where a user with passwordless sudo runs the demo (tests/integration/
-#     test_not_root.py: this machine's Docker, venv and toolchain mounted in).
+#   systemd: agensh-systemd-host:bookworm, a test host: booted (/sbin/init), systemd with sshd for the host units'
+#     tests; started with a shell instead, where a user with passwordless sudo runs the demo
+#     (tests/integration/test_not_root.py: this machine's Docker, venv and toolchain mounted in). One image for both:
+#     a debootstrap is minutes of a cold machine's test run.
 # Env: DEBIAN_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
 
@@ -22,12 +23,9 @@ case "$FLAVOR" in
     PACKAGES="python3,python3-pytest,python3-pytest-xdist,git,ca-certificates,curl,procps,xz-utils,tar,bash,gzip"
     CMD='["bash"]' ;;
   systemd) NAME=agensh-systemd-host
-    PACKAGES="systemd,systemd-sysv,dbus,openssh-server,procps,ca-certificates,tar,bash,gzip"
+    PACKAGES="systemd,systemd-sysv,dbus,openssh-server,sudo,git,curl,iproute2,procps,ca-certificates,xz-utils,tar,bash,gzip"
     CMD='["/sbin/init"]' ;;
-  user) NAME=agensh-user-host
-    PACKAGES="sudo,git,ca-certificates,curl,iproute2,procps,xz-utils,tar,bash,gzip"
-    CMD='["bash"]' ;;
-  *) echo "usage: $0 [eval|systemd|user]" >&2; exit 2 ;;
+  *) echo "usage: $0 [eval|systemd]" >&2; exit 2 ;;
 esac
 # Version key: change any of these and a new image/tarball is built; old ones stay until removed by hand.
 VERSION="v1 $SUITE minbase $PACKAGES"

@@ -1,9 +1,9 @@
 """The demo's pipeline run by a user who is not root but has passwordless sudo and the docker group, as the seed's
 operators run: the documented launch to a score of 1.0, then the documented destroy, which deletes the data the
 containers own and leaves nothing labelled. This host runs the tests as root and keeps its users as they are, so the
-user lives in a container of its own (scripts/setup/base_image.sh user) on this host's network, with this host's
-Docker socket and client, the venv, the toolchain and the sandbox mounted at their own paths: a bind mount names a
-host path, so the data root is at the same path inside and outside."""
+user lives in a container of its own (the systemd test host's image, scripts/setup/base_image.sh systemd, started with
+a shell) on this host's network, with this host's Docker socket and client, the venv, the toolchain and the sandbox
+mounted at their own paths: a bind mount names a host path, so the data root is at the same path inside and outside."""
 
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ from tests.integration.conftest import docker, venv_mounts
 from tests.integration.test_demo import TASK, demo_sandbox, labelled
 
 USER, UID = "researcher", 4242  # not root, not the workers' uid
-IMAGE = "agensh-user-host:bookworm"
+IMAGE = "agensh-systemd-host:bookworm"  # the test host's image, here without its init
 
 
 def user_image() -> str:
     built = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "user"], capture_output=True, text=True
+        ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True
     )
     assert built.returncode == 0, built.stdout + built.stderr
     return IMAGE
