@@ -27,7 +27,10 @@ CODE = ("components", "model", "scripts")
 STACK = "mig"
 PROGRAM = """
 import pulumi
-from components.steps import Step
+try:
+    from components.step_resources import Step
+except ImportError:  # the legacy code's name for it
+    from components.steps import Step
 from model import steps
 from model.step_inputs import PreserveInputs, ProfileDataInputs
 
