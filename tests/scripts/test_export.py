@@ -49,6 +49,8 @@ def args(tmp_path: Path, repositories: str | None, gitea_url: str = "http://127.
         "gitea_user": "pbench-admin",
         "repo": "team/calc",
         "gitea_repositories": repositories,
+        "profile": "export-test",
+        "grace_s": 0,  # the deadline has passed: the export arms no keeper
     }
 
 

@@ -951,7 +951,8 @@ def merged(stack: Team, tmp_path_factory):
             == 0
         )
         receipt = json.loads((tmp / "run" / TASK / "receipts" / "seed.json").read_text())
-        sessions = activity.wait_for_sessions({workers[n]: f"{TASK}-{n}" for n in (1, 2)}, False, 120)
+        read = activity.reader(DEFAULT_CONVENTION)
+        sessions = activity.wait_for_sessions(read, {workers[n]: f"{TASK}-{n}" for n in (1, 2)}, False, 120)
         assert all(sessions.values()), "\n".join(logs(c) for c in workers.values())
         kickoff(stack)
         wanted = {
@@ -1219,6 +1220,8 @@ def export_args(t: Team, run: Path) -> dict[str, Any]:
         "gitea_user": ADMIN_USER,
         "repo": contract.team_repo(TASK),
         "gitea_repositories": repositories(t),
+        "profile": t.profile.profile,
+        "grace_s": t.profile.export_grace_s,
     }
 
 
