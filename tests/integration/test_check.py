@@ -22,9 +22,8 @@ from model import contract
 from model.profile import parse_profile
 from model.project import DEMO_CHECKOUT, ROOT
 from scripts.cli import check as check_command
-from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
 from scripts.lib import checks
-from scripts.setup import demo_images
+from tests.integration.test_demo import demo_sandbox
 
 BOARD_DOCKERFILE = "board-service/Dockerfile"
 
@@ -80,59 +79,11 @@ class Sandbox:
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory, pulumi_cli: str, base_image: str) -> Iterator[Sandbox]:
-    """The demo profile under its own name, octet, data root and private tags (uncached builds), its stack made by
-    new-stack as `make demo` makes it; everything labelled with the profile is removed at the end, however it ends."""
+    """The demo profile in a sandbox of its own, its stack made by new-stack as `make demo` makes it
+    (tests/integration/test_demo.py's demo_sandbox: everything labelled with the profile removed at the end)."""
     tmp = tmp_path_factory.mktemp("check")
-    profile, octet = f"checkit-{uuid.uuid4().hex[:4]}", free_octet()
-    standin, mattermost = demo_images.standin_images(profile)
-    proj = project_copy(
-        tmp,
-        profile,
-        profile_config(
-            "demo.profile.yaml",
-            profile=profile,
-            subnet_octet=octet,
-            llm_upstream=f"http://10.{octet}.255.3:8080",
-            data_root=str(tmp / "data"),
-            traj_root=str(tmp / "traj"),
-            uncached=True,
-            mattermost_image=mattermost,
-        ),
-        standin_image=standin,
-    )
-    env = isolated_env(tmp, "check-it", LLM_UPSTREAM_TOKEN="standin-" + uuid.uuid4().hex)
-    box = Sandbox(proj, profile, env, tmp / "state", tmp)
-    try:
-        for args in (
-            (sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", profile),
-            (
-                sys.executable,
-                "-m",
-                "scripts.cli",
-                "new-stack",
-                profile,
-                "--from",
-                f"stacks/{profile}.profile.yaml",
-                "--env-file",
-                "none",
-                "--set",
-                "host_units=off",
-            ),
-        ):
-            made = box.run(*args)
-            assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
-        yield box
-    finally:
-        label = f"label={contract.PROFILE_LABEL}={profile}"
-        for ls, rm in (
-            (["ps", "-aq"], ["rm", "-f"]),
-            (["network", "ls", "-q"], ["network", "rm"]),
-            (["images", "-q"], ["rmi", "-f"]),
-        ):
-            ids = subprocess.run(["docker", *ls, "--filter", label], capture_output=True, text=True).stdout.split()
-            if ids:
-                subprocess.run(["docker", *rm, *ids], capture_output=True)
-        subprocess.run(["docker", "rmi", mattermost, standin], capture_output=True)
+    with demo_sandbox(tmp, "checkit") as (proj, profile, env, *_, state):
+        yield Sandbox(proj, profile, env, state, tmp)
 
 
 def test_the_demo_passes_and_leaves_nothing(sandbox: Sandbox):
