@@ -94,7 +94,7 @@ class Updates:
         """The stack's update, unless a signal came meanwhile."""
         if self.stopping:
             return None
-        print(f"launch: pulumi up -s {stack}", flush=True)
+        print(f"{launcher.UPDATE_BEGINS}{stack}", flush=True)  # what a detaching launch waits for
         args = [a for a in self.args if a != "--non-interactive"]  # given here already
         cmd = ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "-s", stack, *args]
         self.running[stack] = subprocess.Popen(
