@@ -9,7 +9,7 @@ export CI="${CI:-true}"
 # each test attaches the policy pack itself where it checks it (scripts/env.sh attaches it to every command)
 unset PULUMI_OPTION_POLICY_PACK
 bash scripts/setup/lint.sh || exit 1
-.venv/bin/python -m pytest tests "$@"
+.venv/bin/python -m pytest tests --durations=30 "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "run-tests: pytest collected no tests; that is a failure here" >&2
