@@ -1,23 +1,19 @@
-"""Experiment: the top-level component of one profile stack (docs/design.md, "The stack's graph").
+"""Experiment: the top-level component of one profile stack.
 
-HostUnits, Networks, Images -> Preflight(host) -> Manifest(start) -> egress proxy (+ stand-in model)
-    -> Preflight(model) -> the other platform services
-per task k: Seed(k) -> Team(k) (workers created stopped) -> Wake(k) -> Kickoff(k)
-            -> Export(k) (beside it Reminders(k) and Nudges(k)) -> Shutdown(k) -> Evaluate(k) -> Score(k)
-            -> Preserve(k)
-Seed(k+1) waits for Shutdown(k) only, so Evaluate(k) overlaps task k+1. Manifest(finish) follows every
-Preserve, then Report, then Preserve(run): the last step, so the first a destroy deletes (its delete refuses
-while any result lacks its verified copy).
+It declares the step graph of model/step_graph.py (the table in docs/design.md, "The stack's graph"): the engine's
+parts first, then each node of this stack's part in the graph's order, after what the graph says it runs after.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pulumi
+from pydantic import BaseModel
 
-from model import contract, records, steps
+from model import contract, records, step_graph, steps
 from model import step_inputs as si
 from model.checkout import KICKOFF, revision
 from model.parts import WHOLE, Part
@@ -67,13 +63,27 @@ class Experiment(pulumi.ComponentResource):
         self.images: Images | None = None
         self.docker_env: dict[str, str] = {}
         self.teams: list[Team] = []
+        self.nodes: Step | None = None  # a swarm's nodes prepared
+        self.run = step_graph.Run.of(p)
+        self.made: dict[tuple[str, str | None], list[pulumi.Resource]] = {}  # (node, its task) -> its resources
+        self.manifest_inputs = si.ManifestInputs(
+            run_dir=self.run_dir,
+            project_dir=str(project_dir),
+            checkout=str(self.checkout),
+            profile=p.model_dump(mode="json"),
+            profile_digest=p.digest(),
+            attempt=p.eval_attempt,
+            copy_dir=self.copy_dir,
+            start_at=p.start_at,
+        )
         data = self._platform_resources() if part.platform else None
         if not part.platform:  # a task's stack: the platform's stack made the networks and images
             self.declare: Declare = declarer(p, layout.network_names, secrets, None)
         if not p.run_steps:  # the bare topology: services after the host units, each team after the services
             after: list[pulumi.Resource] = []
             if data is not None:
-                self.platform = Platform(f"{name}-platform", layout, self.declare, [data, *self.units], self.opts())
+                ready = self.nodes or data  # on a swarm, its nodes prepared
+                self.platform = Platform(f"{name}-platform", layout, self.declare, [ready, *self.units], self.opts())
                 after = [self.platform]
             self.teams = [
                 Team(f"{name}-{contract.task_slug(t)}", layout, t, self.declare, after, self.opts())
@@ -128,7 +138,7 @@ class Experiment(pulumi.ComponentResource):
         self.images = Images(f"{name}-images", p, self.checkout, self.revision, engine)
         if self.swarm is not None:
             self.swarm.publish(self.images)
-            data = self.swarm.prepare_nodes(data, self.opts(data))
+            self.nodes = self.swarm.prepare_nodes(data, self.opts(data))
             self.declare = self.swarm.declare
         else:
             assert self.networks is not None
@@ -154,107 +164,185 @@ class Experiment(pulumi.ComponentResource):
         return pulumi.ResourceOptions(parent=self, depends_on=[d for d in deps if d is not None])
 
     def _steps(self, data: Step | None) -> pulumi.Output[dict[str, Any]] | None:
-        """Preflight, manifest, platform, per-task and final steps in the order of the module docstring, those of
-        this stack's part; returns the provenance record where the part holds it."""
-        name, p, part = self.name, self.p, self.part
-        manifest_inputs = si.ManifestInputs(
-            run_dir=self.run_dir,
-            project_dir=str(self.project_dir),
-            checkout=str(self.checkout),
-            profile=p.model_dump(mode="json"),
-            profile_digest=p.digest(),
-            attempt=p.eval_attempt,
-            copy_dir=self.copy_dir,
-            start_at=p.start_at,
-        )
-        manifest: Step | None = None
-        after: list[Any] = []
+        """This stack's part of the step graph (model/step_graph.py), each node in its order after what the graph
+        says; returns the provenance record where the part holds it."""
+        p, part, run = self.p, self.part, self.run
+        build = self._builders()
         if part.platform:
             assert data is not None
-            manifest = self._platform_steps(data, manifest_inputs)
-            after = [self.platform.gate, self.platform, self.platform_checked]
+            self.made.update(
+                {(steps.PROFILE_DATA.suffix, None): [data], (step_graph.HOST_UNITS.suffix, None): list(self.units)}
+            )
+            self.made.update(
+                {
+                    (n.suffix, None): [r]
+                    for n, r in ((step_graph.NETWORKS, self.networks), (step_graph.IMAGES, self.images))
+                    if r
+                }
+            )
+            if self.nodes is not None:
+                self.made[(steps.SWARM_NODES.suffix, None)] = [self.nodes]
         elif not pulumi.runtime.is_dry_run():
             self._require_before(part)
+        chosen: list[tuple[step_graph.Item, str | None]] = [
+            *((i, None) for i in step_graph.order(run, "platform") if part.platform),
+            *((i, t) for t in p.tasks if part.declares(t) for i in step_graph.order(run, "task")),
+            *((i, None) for i in step_graph.order(run, "record") if part.record),
+        ]
+        for item, task in chosen:
+            if (item.suffix, task) not in self.made:  # the engine's nodes, and those a component made on its way
+                made = build[item.suffix](task)
+                self.made[(item.suffix, task)] = made if isinstance(made, list) else [made]
+        return self._record() if part.record else None
 
-        scores: list[Step] = []
-        copies: list[Step] = []
-        previous_shutdown: Step | None = None
-        run_task = self._baseline_task if p.kind == "baseline" else self._team_task
-        for task in p.tasks:
-            if not part.declares(task):
-                continue
-            slug = contract.task_slug(task)
-            shutdown = run_task(task, [*after, previous_shutdown])
-            previous_shutdown = shutdown
-            last: Step = shutdown
-            if not p.skip_eval:
-                evaluate = Step(
-                    f"{name}-{slug}",
-                    steps.EVALUATE,
-                    si.EvaluateInputs(
-                        run_dir=self.run_dir,
-                        task_id=task,
-                        docker_cpus=p.eval_docker_cpus,
-                        pytest_addopts=p.eval_pytest_addopts,
-                        memory_gib=p.eval_memory_gib,
-                        docker_org=p.cleanroom_org,
-                        blob_dir=p.eval_blob_dir,
-                        profile=p.profile,
-                        attempt=p.eval_attempt,
-                    ),
-                    self.opts(shutdown),
-                    triggers=[p.eval_attempt],
-                    env=self.docker_env,
-                )
-                last = Step(
-                    f"{name}-{slug}",
-                    steps.SCORE,
-                    si.ScoreInputs(run_dir=self.run_dir, task_id=task, attempt=p.eval_attempt),
-                    self.opts(evaluate),
-                    triggers=[p.eval_attempt],
-                )
-                scores.append(last)
-            copies.append(
-                Step(
-                    f"{name}-{slug}",
-                    steps.PRESERVE_TASK,
-                    si.PreserveInputs(
-                        run_dir=self.run_dir, task_id=task, copy_dir=self.copy_dir, archive_dirs=self._archives(task)
-                    ),
-                    self.opts(last),
-                    triggers=[p.eval_attempt],
-                )
-            )
-        if not part.record:
-            return None
-        finish = Step(name, steps.MANIFEST_FINISH, manifest_inputs, self.opts(*copies), triggers=[p.eval_attempt])
-        report = Step(name, steps.REPORT, si.Inputs(run_dir=self.run_dir), self.opts(finish), triggers=[p.eval_attempt])
-        # The run's last step, so the first a destroy deletes: its delete refuses while results would be lost.
-        Step(
-            name,
-            steps.PRESERVE_RUN,
-            si.PreserveInputs(
-                run_dir=self.run_dir,
-                task_id=None,
-                copy_dir=self.copy_dir,
-                archive_dirs={a: d for t in p.tasks for a, d in self._archives(t).items()},
-                guard=self.data_inputs,
+    def _after(self, suffix: str, task: str | None) -> list[pulumi.Resource]:
+        """What node `suffix` (of `task`) runs after, as this stack's resources: the graph's arrows into another
+        stack are the launch's order instead (model/parts.py)."""
+        tasks, found = self.p.tasks, []
+        keys: list[tuple[str, str | None]]
+        for ref in step_graph.after(step_graph.BY_SUFFIX[suffix], self.run):
+            if ref.item.scope != "task":
+                keys = [(ref.suffix, None)]
+            elif ref.task == "every":
+                keys = [(ref.suffix, t) for t in tasks]
+            elif ref.task == "previous":
+                assert task is not None
+                k = tasks.index(task)
+                keys = [(ref.suffix, tasks[k - 1])] if k else []
+            else:
+                keys = [(ref.suffix, task)]
+            found += [r for key in keys for r in self.made.get(key, []) if r is not None]
+        return found
+
+    def _opts(self, suffix: str, task: str | None) -> pulumi.ResourceOptions:
+        return self.opts(*self._after(suffix, task))
+
+    def _step(self, step: steps.StepDef, task: str | None, inputs: Any, **kw: Any) -> Step:
+        """The step's resource, named for its task, after what the graph says."""
+        prefix = f"{self.name}-{contract.task_slug(task)}" if task else self.name
+        return Step(prefix, step, inputs, self._opts(step.suffix, task), **kw)
+
+    def _builders(self) -> dict[str, Callable[[str | None], pulumi.Resource | list[pulumi.Resource]]]:
+        """How each node of the graph is declared (the engine's nodes are made before the walk)."""
+        p = self.p
+        per_attempt = {"triggers": [p.eval_attempt]}
+        return {
+            **{s.suffix: self._task_builder(s) for s in steps.STEPS if s.scope == "task"},
+            steps.PREFLIGHT_HOST.suffix: lambda _: self._step(
+                steps.PREFLIGHT_HOST,
+                None,
+                si.preflight_host(p, self.layout, self.checkout, self.revision),
+                once_per_run=p.run_id,
+                late={"host_units_receipt": self.host_units.receipt} if self.host_units else None,
+                env=self.docker_env,
             ),
-            self.opts(report),
-            triggers=[p.eval_attempt],
-        )
+            steps.MANIFEST_START.suffix: lambda _: self._step(
+                steps.MANIFEST_START,
+                None,
+                self.manifest_inputs,
+                once_per_run=p.run_id,
+                late={"images": self._image_ids()},
+            ),
+            step_graph.MODEL_PATH.suffix: lambda _: self._platform(),
+            steps.PREFLIGHT_PLATFORM.suffix: lambda _: self._step(
+                steps.PREFLIGHT_PLATFORM,
+                None,
+                si.PreflightPlatformInputs(run_dir=self.run_dir),
+                late={"one_shots": self.platform.one_shots()},
+            ),
+            step_graph.TEAM.suffix: lambda task: self._team(task),
+            steps.MANIFEST_FINISH.suffix: lambda _: self._step(
+                steps.MANIFEST_FINISH, None, self.manifest_inputs, **per_attempt
+            ),
+            steps.REPORT.suffix: lambda _: self._step(
+                steps.REPORT, None, si.Inputs(run_dir=self.run_dir), **per_attempt
+            ),
+            # The run's last step, so the first a destroy deletes: its delete refuses while results would be lost.
+            steps.PRESERVE_RUN.suffix: lambda _: self._step(
+                steps.PRESERVE_RUN,
+                None,
+                si.PreserveInputs(
+                    run_dir=self.run_dir,
+                    task_id=None,
+                    copy_dir=self.copy_dir,
+                    archive_dirs={a: d for t in p.tasks for a, d in self._archives(t).items()},
+                    guard=self.data_inputs,
+                ),
+                **per_attempt,
+            ),
+        }
 
-        # The record of the run: in one stack from the steps' receipts; in the record's stack of a per-task profile,
-        # the manifest's and the scores' receipts from the run directory (their stacks ran before this one).
-        rd = RunDir.of(p)
+    def _task_builder(self, step: steps.StepDef) -> Callable[[str | None], Step]:
+        def build(task: str | None) -> Step:
+            assert task is not None
+            inputs, kw = self._task_step(step, task)
+            return self._step(step, task, inputs, **kw)
+
+        return build
+
+    def _image_ids(self) -> pulumi.Output[dict[str, str]]:
+        """Each image's id; on a swarm, the registry digest each node ran, not the manager's id."""
+        assert self.images is not None
+        if self.swarm is None:
+            return self.images.ids
+        return pulumi.Output.all(self.images.ids, self.swarm.digests).apply(lambda both: {**both[0], **both[1]})
+
+    def _platform(self) -> list[pulumi.Resource]:
+        """The platform services, the model check declared between the model path and the rest (it is the gate)."""
+
+        def gate(model_path: list[pulumi.Resource]) -> Step:
+            self.made[(step_graph.MODEL_PATH.suffix, None)] = model_path
+            return self._step(
+                steps.PREFLIGHT_MODEL,
+                None,
+                si.preflight_model(self.p),
+                secrets={"AGENSH_PROXY_TOKEN": self.secrets["worker_proxy_token"]},
+                once_per_run=self.p.run_id,
+            )
+
+        self.platform = Platform(
+            f"{self.name}-platform",
+            self.layout,
+            self.declare,
+            self._after(step_graph.MODEL_PATH.suffix, None),
+            self.opts(),
+            gate=gate,
+        )
+        assert self.platform.gate is not None
+        self.made[(steps.PREFLIGHT_MODEL.suffix, None)] = [self.platform.gate]
+        self.made[(step_graph.SERVICES.suffix, None)] = [self.platform]
+        return self.made[(step_graph.MODEL_PATH.suffix, None)]
+
+    def _team(self, task: str | None) -> Team:
+        assert task is not None
+        team = Team(
+            f"{self.name}-{contract.task_slug(task)}",
+            self.layout,
+            task,
+            self.declare,
+            self._after(step_graph.TEAM.suffix, task),
+            self.opts(),
+        )
+        self.teams.append(team)
+        return team
+
+    def _record(self) -> pulumi.Output[dict[str, Any]]:
+        """The record of the run: in one stack from the steps' receipts; in the record's stack of a per-task profile,
+        the manifest's and the scores' receipts from the run directory (their stacks ran before this one)."""
+        p, rd = self.p, RunDir.of(self.p)
+        manifest = self.made.get((steps.MANIFEST_START.suffix, None))
         earlier = pulumi.Output.from_input(
-            [manifest.receipt, *(s.receipt for s in scores)]
+            [
+                cast(Step, manifest[0]).receipt,
+                *(cast(Step, s).receipt for t in p.tasks for s in self.made.get((steps.SCORE.suffix, t), [])),
+            ]
             if manifest
             else [
                 steps.read_receipt(rd, steps.MANIFEST_START),
                 *(() if p.skip_eval else (steps.read_receipt(rd, steps.SCORE, t) for t in p.tasks)),
             ]
         )
+        finish = cast(Step, self.made[(steps.MANIFEST_FINISH.suffix, None)][0])
         # the gate runs after `up` (scripts/cli/gate.py); the next `up` shows its verdict here
         return pulumi.Output.all(earlier, finish.receipt).apply(
             lambda r: records.provenance(
@@ -268,68 +356,23 @@ class Experiment(pulumi.ComponentResource):
             ).model_dump(mode="json")
         )
 
-    def _platform_steps(self, data: Step, manifest_inputs: si.ManifestInputs) -> Step:
-        """Preflight, the first manifest, the platform services and the model check; returns the manifest step."""
-        name, p, secrets = self.name, self.p, self.secrets
-        assert self.images is not None
-        preflight = Step(
-            name,
-            steps.PREFLIGHT_HOST,
-            si.preflight_host(p, self.layout, self.checkout, self.revision),
-            self.opts(data, self.networks, self.images, *self.units),
-            once_per_run=p.run_id,
-            late={"host_units_receipt": self.host_units.receipt} if self.host_units else None,
-            env=self.docker_env,
-        )
-        images = (
-            self.images.ids
-            if self.swarm is None
-            else pulumi.Output.all(self.images.ids, self.swarm.digests).apply(lambda both: {**both[0], **both[1]})
-        )  # on a swarm, the registry digest each node ran, not the manager's id
-        manifest = Step(
-            name,
-            steps.MANIFEST_START,
-            manifest_inputs,
-            self.opts(preflight),
-            once_per_run=p.run_id,
-            late={"images": images},
-        )
-        self.platform = Platform(
-            f"{name}-platform",
-            self.layout,
-            self.declare,
-            [manifest, *self.units],
-            self.opts(),
-            gate=lambda model_path: Step(
-                name,
-                steps.PREFLIGHT_MODEL,
-                si.preflight_model(p),
-                self.opts(*model_path),
-                secrets={"AGENSH_PROXY_TOKEN": secrets["worker_proxy_token"]},
-                once_per_run=p.run_id,
-            ),
-        )
-        self.platform_checked = Step(
-            name,
-            steps.PREFLIGHT_PLATFORM,
-            si.PreflightPlatformInputs(run_dir=self.run_dir),
-            self.opts(self.platform),
-            late={"one_shots": self.platform.one_shots()},
-        )
-        return manifest
-
     def _require_before(self, part: Part) -> None:
         """A part stack's update refuses before the stacks it follows are done (scripts/cli/launch.py runs them in
-        order): a task's after the platform's last check and the previous task's shutdown, the record's after every
-        task's copy. It reads their receipts in the run directory."""
+        order): it reads the receipts of the steps the graph says it follows (model/step_graph.py: needed_before) in
+        the run directory."""
         p, rd = self.p, RunDir.of(self.p)
-        shutdown = steps.BASELINE_STOP if p.kind == "baseline" else steps.SHUTDOWN
-        if part.kind == "task":
-            assert part.task is not None
-            k = p.tasks.index(part.task)
-            needed = [(steps.PREFLIGHT_PLATFORM, None), *([(shutdown, p.tasks[k - 1])] if k else [])]
-        else:
-            needed = [(steps.PRESERVE_TASK, t) for t in p.tasks]
+        tasks = p.tasks
+        needed: list[tuple[steps.StepDef, str | None]] = []
+        for ref in step_graph.needed_before("task" if part.kind == "task" else "record", self.run):
+            step = cast(steps.StepDef, ref.item)
+            if ref.item.scope != "task":
+                needed.append((step, None))
+            elif ref.task == "previous":
+                assert part.task is not None
+                k = tasks.index(part.task)
+                needed += [(step, tasks[k - 1])] if k else []
+            else:
+                needed += [(step, t) for t in tasks]
         missing = [
             f"{step.name}{f' of {task}' if task else ''}"
             for step, task in needed
@@ -382,154 +425,107 @@ class Experiment(pulumi.ComponentResource):
             "gitea_repositories": str(ProfileDir.of(self.p).gitea_repositories),
         }
 
-    def _team_task(self, task: str, after: list[Any]) -> Step:
-        """Seed -> routers and workers -> kickoff -> export -> shutdown; returns the shutdown step."""
-        name, p, secrets = self.name, self.p, self.secrets
-        slug = contract.task_slug(task)
-        archives = dict(zip((c.name for c in self.layout.members(task, "worker")), self._archives(task).values()))
-        gitea_password = {"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]}
-        mattermost = {"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]}
+    def _task_step(self, step: steps.StepDef, task: str) -> tuple[BaseModel, dict[str, Any]]:
+        """A task's step: its inputs, and its resource's secrets, variables and triggers."""
+        p, secrets, swarm = self.p, self.secrets, self.swarm is not None
+        pd = ProfileDir.of(p)
+        workers = [c.name for c in self.layout.members(task, "worker")]
+        archives = dict(zip(workers, self._archives(task).values()))  # worker name -> its archive directory
+        agents = dict(zip(workers, self._archives(task)))  # worker name -> its agent id
+        gitea = {"secrets": {"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]}}
+        chat = {"secrets": {"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]}}
+        docker = {"env": self.docker_env}
+        per_attempt = {"triggers": [p.eval_attempt]}
         base = {"run_dir": self.run_dir, "task_id": task}
-        chat = {**base, "mattermost_url": operator_url(p, "mattermost"), "mattermost_user": contract.ADMIN_USER}
-        seed = Step(
-            f"{name}-{slug}",
-            steps.SEED,
-            si.SeedInputs(
-                **base,
-                **self._gitea(task),
-                cleanroom=self._cleanroom(task),
-                archive_dirs=list(archives.values()),
-            ),
-            self.opts(*after),
-            secrets=gitea_password,
-            env=self.docker_env,
-        )
-        team = Team(f"{name}-{slug}", self.layout, task, self.declare, [seed], self.opts())
-        self.teams.append(team)
-        swarm = self.swarm is not None
-        wake = Step(
-            f"{name}-{slug}",
-            steps.WAKE,
-            si.WakeInputs(
+        mattermost = {**base, "mattermost_url": operator_url(p, "mattermost"), "mattermost_user": contract.ADMIN_USER}
+        baseline_archive = str(pd.archive_dir(contract.agent_id(task, 1), p.run_id))
+        baseline = {**base, "workspace": str(pd.workspace), "worker_image": p.worker_image(task)}
+        if step == steps.SEED:
+            return si.SeedInputs(
+                **base, **self._gitea(task), cleanroom=self._cleanroom(task), archive_dirs=list(archives.values())
+            ), {**gitea, **docker}
+        if step == steps.WAKE:
+            return si.WakeInputs(
                 **base,
                 workers=dict(zip(archives, p.task_budget.worker_offsets)),
                 services=swarm,
                 ready=self._ready(task),
                 routers={} if swarm else self._routers(task),
-            ),
-            self.opts(team),
-            env=self.docker_env,
-        )
-        kickoff = Step(
-            f"{name}-{slug}",
-            steps.KICKOFF,
-            si.KickoffInputs(
-                **chat,
+            ), docker
+        if step == steps.KICKOFF:
+            return si.KickoffInputs(
+                **mattermost,
                 prompt=str(self.checkout / KICKOFF.path),
                 budget_s=p.task_budget.budget_s,
                 kickoff_s=p.task_budget.kickoff_s,
-                workers=dict(zip(archives, self._archives(task))),
+                workers=agents,
                 copilot_version=p.copilot_version,
                 services=swarm,
                 convention=p.checkout_convention,
-            ),
-            self.opts(wake),
-            secrets=mattermost,
-            env=self.docker_env,
-        )
-        export = Step(
-            f"{name}-{slug}",
-            steps.EXPORT,
-            si.ExportInputs(**base, **self._gitea(task), profile=p.profile, grace_s=p.export_grace_s),
-            self.opts(kickoff),
-            secrets=gitea_password,
-        )
-        reminders = Step(
-            f"{name}-{slug}",
-            steps.REMINDERS,
-            si.RemindersInputs(**chat, minutes=p.reminder_minutes),
-            self.opts(kickoff),
-            secrets=mattermost,
-        )
-        nudges = Step(
-            f"{name}-{slug}",
-            steps.NUDGES,
-            si.NudgesInputs(
-                **chat,
-                workers=dict(zip(archives, self._archives(task))),
+            ), {**chat, **docker}
+        if step == steps.EXPORT:
+            return si.ExportInputs(**base, **self._gitea(task), profile=p.profile, grace_s=p.export_grace_s), gitea
+        if step == steps.REMINDERS:
+            return si.RemindersInputs(**mattermost, minutes=p.reminder_minutes), chat
+        if step == steps.NUDGES:
+            return si.NudgesInputs(
+                **mattermost,
+                workers=agents,
                 idle_nudge_s=p.idle_nudge_s,
                 idle_check_s=p.idle_check_s,
                 services=swarm,
                 platform=[] if swarm else self._platform_containers(),
                 routers={} if swarm else self._routers(task),
                 convention=p.checkout_convention,
-            ),
-            self.opts(kickoff),
-            secrets=mattermost,
-            env=self.docker_env,
-        )
-        return Step(
-            f"{name}-{slug}",
-            steps.SHUTDOWN,
-            si.ShutdownInputs(
+            ), {**chat, **docker}
+        if step == steps.SHUTDOWN:
+            return si.ShutdownInputs(
                 **base,
                 grace_s=p.export_grace_s,
                 workers=archives,
                 routers=[c.name for c in self.layout.members(task, "router")],
                 services=swarm,
                 convention=p.checkout_convention,
-            ),
-            self.opts(export, reminders, nudges),
-            env=self.docker_env,
-            late={"collect": self.swarm.archives(task)} if self.swarm else None,
-        )
-
-    def _baseline_task(self, task: str, after: list[Any]) -> Step:
-        """Seed the host workspace -> worker and snapshot sidecar -> stop at the deadline (archive, commit the rest,
-        export); returns the stop step, whose receipt is the task's shutdown receipt."""
-        name, p = self.name, self.p
-        slug = contract.task_slug(task)
-        pd = ProfileDir.of(p)
-        (worker,), (sidecar,) = self.layout.members(task, "worker"), self.layout.members(task, "snapshot")
-        archive = str(pd.archive_dir(contract.agent_id(task, 1), p.run_id))
-        base = {
-            "run_dir": self.run_dir,
-            "task_id": task,
-            "workspace": str(pd.workspace),
-            "worker_image": p.worker_image(task),
-        }
-        seed = Step(
-            f"{name}-{slug}",
-            steps.BASELINE_SEED,
-            si.BaselineSeedInputs(
-                **base,
+            ), {**docker, "late": {"collect": self.swarm.archives(task)} if self.swarm else None}
+        if step == steps.BASELINE_SEED:
+            return si.BaselineSeedInputs(
+                **baseline,
                 cleanroom=self._cleanroom(task),
                 budget_s=p.task_budget.budget_s,
-                archive_dirs=[archive],
+                archive_dirs=[baseline_archive],
                 provenance={
                     "profile": p.model_dump(mode="json"),
                     "profile_digest": p.digest(),
                     "worker_image": p.worker_image(task),
                     "cleanroom_image": p.cleanroom_image(task),
                 },
-            ),
-            self.opts(*after),
-        )
-        team = Team(f"{name}-{slug}", self.layout, task, self.declare, [seed], self.opts())
-        self.teams.append(team)
-        return Step(
-            f"{name}-{slug}",
-            steps.BASELINE_STOP,
-            si.BaselineStopInputs(
-                **base,
+            ), {}
+        if step == steps.BASELINE_STOP:
+            (worker,), (sidecar,) = self.layout.members(task, "worker"), self.layout.members(task, "snapshot")
+            return si.BaselineStopInputs(
+                **baseline,
                 worker=worker.name,
                 sidecar=sidecar.name,
-                archive_dir=archive,
+                archive_dir=baseline_archive,
                 grace_s=p.export_grace_s,
                 convention=p.checkout_convention,
-            ),
-            self.opts(team),
-        )
+            ), {}
+        if step == steps.EVALUATE:
+            return si.EvaluateInputs(
+                **base,
+                docker_cpus=p.eval_docker_cpus,
+                pytest_addopts=p.eval_pytest_addopts,
+                memory_gib=p.eval_memory_gib,
+                docker_org=p.cleanroom_org,
+                blob_dir=p.eval_blob_dir,
+                profile=p.profile,
+                attempt=p.eval_attempt,
+            ), {**per_attempt, **docker}
+        if step == steps.SCORE:
+            return si.ScoreInputs(**base, attempt=p.eval_attempt), per_attempt
+        if step == steps.PRESERVE_TASK:
+            return si.PreserveInputs(**base, copy_dir=self.copy_dir, archive_dirs=self._archives(task)), per_attempt
+        raise ValueError(f"{step.suffix}: a task's step without inputs in components/experiment.py")
 
 
 def pair(p: Profile, record: pulumi.Input[dict[str, Any]]) -> pulumi.Output[dict[str, Any]]:

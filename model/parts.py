@@ -4,15 +4,14 @@
 `stacks: per-task`: the file backend rewrites a stack's whole state after every step, so one stack's update grows
 with the square of its resources (docs/performance.md). The profile then runs as several stacks, in this order:
 
-    <stack>.platform     host units, networks, images, preflight, manifest, the platform services, the model check
-    <stack>.<task slug>  one per task: seed, team, wake, kickoff, export, reminders, nudges, shutdown, evaluate,
-                         score, preserve
-    <stack>              the run's end: manifest finish, report, preserve(run); the provenance record
+    <stack>.platform     the graph's nodes of scope `platform` (model/step_graph.py)
+    <stack>.<task slug>  one per task: the nodes of scope `task`
+    <stack>              the nodes of scope `record`, and the provenance record
 
-`scripts/cli/launch.py` updates them in that order (task k+1 begins at task k's shutdown receipt, so an evaluation
-overlaps the next task); `scripts/cli/destroy.py` destroys the record's first and the platform's last. The launch's
-preview declares the whole profile in the profile's stack (`WHOLE_PREVIEW_ENV`), so the policy pack sees all of it
-before anything exists.
+`scripts/cli/launch.py` updates them in that order (task k+1 begins at the receipt the graph hands over at, task k's
+shutdown, so an evaluation overlaps the next task); `scripts/cli/destroy.py` destroys the record's first and the
+platform's last. The launch's preview declares the whole profile in the profile's stack (`WHOLE_PREVIEW_ENV`), so the
+policy pack sees all of it before anything exists.
 """
 
 from __future__ import annotations

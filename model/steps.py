@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,6 +24,10 @@ from . import step_inputs as si
 from .rundir import RunDir
 
 R = TypeVar("R", bound=r.Record)
+# Which stack of a per-task profile declares a node (model/parts.py); one stack declares all three.
+Scope = Literal["platform", "task", "record"]
+# When a node is in a run at all (model/step_graph.py: Run): always, or only on that engine, kind, setting.
+When = Literal["always", "swarm", "one-host", "host-units", "team", "baseline", "evaluated"]
 # The one file a step resource's commands name, relative to the project (the resource's `dir`): it stays where it is.
 LAUNCHER = "scripts/step.sh"
 
@@ -39,6 +43,13 @@ class StepDef:
     args: str = ""  # the program's argument (one program serves several steps)
     resource: str = ""  # the end of the resource's logical name (default: the name)
     delete: str = ""  # the program's argument on `pulumi destroy` (none: nothing to undo)
+    scope: Scope = "task"
+    # What it runs after, by suffix (model/step_graph.py reads these): `a|b` the first of them the run has,
+    # `@previous` that node of the previous task, `@every` of every task.
+    after: tuple[str, ...] = ()
+    when: When = "always"
+    phase: str = ""  # a task's phase in `make status` once this step is done (scripts/cli/status.py)
+    does: str = ""  # what it does, for the table in docs/design.md (generated: model/step_graph.py)
 
     @property
     def suffix(self) -> str:
@@ -62,37 +73,237 @@ class StepDef:
         return (self.delete if delete else self.args).split()
 
 
-PROFILE_DATA = StepDef("profile-data", "profile_data", si.ProfileDataInputs, None, args="create", delete="delete")
+PROFILE_DATA = StepDef(
+    "profile-data",
+    "profile_data",
+    si.ProfileDataInputs,
+    None,
+    args="create",
+    delete="delete",
+    scope="platform",
+    does="makes `<data root>/<profile>` with a marker; its delete (`profile_data delete`) removes it only when nothing "
+    "is lost",
+)
 SWARM_NODES = StepDef(
-    "swarm-nodes", "swarm_nodes", si.SwarmNodesInputs, None, args="create", resource="nodes", delete="delete"
+    "swarm-nodes",
+    "swarm_nodes",
+    si.SwarmNodesInputs,
+    None,
+    args="create",
+    resource="nodes",
+    delete="delete",
+    scope="platform",
+    after=("profile-data",),
+    when="swarm",
+    does="each node's profile directory and bind sources, the images pulled from the registry by digest",
 )
-PREFLIGHT_HOST = StepDef("preflight-host", "preflight", si.PreflightHostInputs, r.PreflightResult, args="host")
-MANIFEST_START = StepDef("manifest-start", "manifest", si.ManifestInputs, r.ManifestStart, args="start")
-PREFLIGHT_MODEL = StepDef("preflight-model", "preflight", si.PreflightModelInputs, r.PreflightResult, args="model")
+PREFLIGHT_HOST = StepDef(
+    "preflight-host",
+    "preflight",
+    si.PreflightHostInputs,
+    r.PreflightResult,
+    args="host",
+    scope="platform",
+    after=("nodes|profile-data", "networks", "images", "host-units"),
+    does="Docker; slice and guard in place (unless host units are off); the checkout against its contract "
+    "([checkout.md](checkout.md)); images present; the worker entrypoint baked and the reference binary root-owned "
+    "mode 0111 (temporary check containers without network); each worker image's `copilot --version` is the pin; "
+    "router and board images built from the current checkout revision; no leftover output or containers; subnets "
+    "free of host routes and other Docker networks; operator ports free; the team limits as rendered; each task's "
+    "test blobs where the evaluation reads them (`programbench blob sync` first without `eval_blob_dir`) and room "
+    "for them on the data root ([operations.md](operations.md#test-blobs))",
+)
+MANIFEST_START = StepDef(
+    "manifest-start",
+    "manifest",
+    si.ManifestInputs,
+    r.ManifestStart,
+    args="start",
+    scope="platform",
+    after=("preflight-host",),
+    does="writes `run_manifest.json` before any task; refuses a dirty Agensh checkout unless `allow_dirty`",
+)
+PREFLIGHT_MODEL = StepDef(
+    "preflight-model",
+    "preflight",
+    si.PreflightModelInputs,
+    r.PreflightResult,
+    args="model",
+    scope="platform",
+    after=("model-path",),
+    does="the gateway's model list and one live request, through the proxy "
+    "([operations.md](operations.md#the-model-id-check))",
+)
 PREFLIGHT_PLATFORM = StepDef(
-    "preflight-platform", "preflight", si.PreflightPlatformInputs, r.PreflightResult, args="platform"
+    "preflight-platform",
+    "preflight",
+    si.PreflightPlatformInputs,
+    r.PreflightResult,
+    args="platform",
+    scope="platform",
+    after=("services",),
+    does="each one-shot service (the bootstrap) exited 0: the engine waits for its end but counts it created whatever "
+    "its code ([operations.md](operations.md#a-failed-bootstrap))",
 )
-SEED = StepDef("seed", "seed", si.SeedInputs, r.SeedResult)
-WAKE = StepDef("wake", "wake", si.WakeInputs, r.WakeResult)
-KICKOFF = StepDef("kickoff", "kickoff", si.KickoffInputs, r.KickoffResult)
-EXPORT = StepDef("export", "export", si.ExportInputs, r.ExportResult)
-REMINDERS = StepDef("reminders", "reminders", si.RemindersInputs, r.RemindersResult)
-NUDGES = StepDef("nudges", "nudges", si.NudgesInputs, r.NudgesResult)
-SHUTDOWN = StepDef("shutdown", "shutdown", si.ShutdownInputs, r.ShutdownResult)
-BASELINE_SEED = StepDef("baseline-seed", "baseline", si.BaselineSeedInputs, r.BaselineSeedResult, args="seed")
+# A task's first step waits for the whole platform and for the previous task's shutdown only, so the evaluation of
+# task k overlaps task k+1.
+_TASK_BEGINS = ("preflight-model", "services", "preflight-platform", "shutdown|baseline-stop@previous")
+SEED = StepDef(
+    "seed",
+    "seed",
+    si.SeedInputs,
+    r.SeedResult,
+    after=_TASK_BEGINS,
+    when="team",
+    phase="ramp",
+    does="the task's Gitea repository and its starting workspace from the cleanroom image (never the reference binary)",
+)
+WAKE = StepDef(
+    "wake",
+    "wake",
+    si.WakeInputs,
+    r.WakeResult,
+    after=("team",),
+    when="team",
+    phase="waiting for kickoff",
+    does="the ramp: worker k is started at its offset once its router answers, each wake recorded with how late it "
+    "was (`ramp.json`)",
+)
+KICKOFF = StepDef(
+    "kickoff",
+    "kickoff",
+    si.KickoffInputs,
+    r.KickoffResult,
+    after=("wake",),
+    when="team",
+    phase="working",
+    does="after the ramp, settle and wait: checks every session's CLI version, posts the kickoff, records the deadline",
+)
+EXPORT = StepDef(
+    "export",
+    "export",
+    si.ExportInputs,
+    r.ExportResult,
+    after=("kickoff",),
+    when="team",
+    phase="archiving",
+    does="arms the deadline keeper (a detached process that at the deadline locks `main` and records its HEAD in "
+    "`freeze.json`, with or without the launcher); at the deadline: that frozen HEAD as `submission.tar.gz` (or "
+    "recovered, `EXPORT_FAILED`), never a later commit ([operations.md](operations.md#resume-after-an-interruption))",
+)
+REMINDERS = StepDef(
+    "reminders",
+    "reminders",
+    si.RemindersInputs,
+    r.RemindersResult,
+    after=("kickoff",),
+    when="team",
+    does="`reminder_minutes` before the deadline; passed ones skipped",
+)
+NUDGES = StepDef(
+    "nudges",
+    "nudges",
+    si.NudgesInputs,
+    r.NudgesResult,
+    after=("kickoff",),
+    when="team",
+    does="the idle watchdog ([operations.md](operations.md#launch))",
+)
+SHUTDOWN = StepDef(
+    "shutdown",
+    "shutdown",
+    si.ShutdownInputs,
+    r.ShutdownResult,
+    after=("export", "reminders", "nudges"),
+    when="team",
+    phase="evaluating",
+    does="workers get the archive grace to seal their archives, which are verified; routers stop",
+)
+BASELINE_SEED = StepDef(
+    "baseline-seed",
+    "baseline",
+    si.BaselineSeedInputs,
+    r.BaselineSeedResult,
+    args="seed",
+    after=_TASK_BEGINS,
+    when="baseline",
+    does="the workspace as a Git repository on the host, `provenance.json`, `status.json`",
+)
 # the baseline's stop at the deadline leaves the task's shutdown receipt under its own resource
 BASELINE_STOP = StepDef(
-    "shutdown", "baseline", si.BaselineStopInputs, r.ShutdownResult, args="stop", resource="baseline-stop"
+    "shutdown",
+    "baseline",
+    si.BaselineStopInputs,
+    r.ShutdownResult,
+    args="stop",
+    resource="baseline-stop",
+    after=("team",),
+    when="baseline",
+    phase="evaluating",
+    does="at the deadline: archive, `cc.log`, commit the rest, export",
 )
-EVALUATE = StepDef("evaluate", "evaluate", si.EvaluateInputs, r.EvaluateResult)
-SCORE = StepDef("score", "score", si.ScoreInputs, r.Score)
+EVALUATE = StepDef(
+    "evaluate",
+    "evaluate",
+    si.EvaluateInputs,
+    r.EvaluateResult,
+    after=("shutdown|baseline-stop",),
+    when="evaluated",
+    does="the official `programbench eval` (not with `skip_eval`)",
+)
+SCORE = StepDef(
+    "score",
+    "score",
+    si.ScoreInputs,
+    r.Score,
+    after=("evaluate",),
+    when="evaluated",
+    phase="scored",
+    does="`score.json` from ProgramBench's own helpers, or null with the problems",
+)
 PRESERVE_TASK = StepDef(
-    "preserve-task", "preserve", si.PreserveInputs, r.PreserveResult, args="task", resource="preserve"
+    "preserve-task",
+    "preserve",
+    si.PreserveInputs,
+    r.PreserveResult,
+    args="task",
+    resource="preserve",
+    after=("score|shutdown|baseline-stop",),
+    does="copies the task's results and archives to `traj_root` and verifies them file by file",
 )
-MANIFEST_FINISH = StepDef("manifest-finish", "manifest", si.ManifestInputs, r.ManifestFinish, args="finish")
-REPORT = StepDef("report", "run_report", si.Inputs, r.ReportResult, args="step")
+MANIFEST_FINISH = StepDef(
+    "manifest-finish",
+    "manifest",
+    si.ManifestInputs,
+    r.ManifestFinish,
+    args="finish",
+    scope="record",
+    after=("preserve@every",),
+    does="the counts, the headline, the copies' verification",
+)
+REPORT = StepDef(
+    "report",
+    "run_report",
+    si.Inputs,
+    r.ReportResult,
+    args="step",
+    scope="record",
+    after=("manifest-finish",),
+    does="`report.html`",
+)
 # the run's last step: it copies the whole run, and its delete refuses a destroy while results would be lost
-PRESERVE_RUN = StepDef("preserve-run", "preserve", si.PreserveInputs, r.PreserveResult, args="run", delete="guard")
+PRESERVE_RUN = StepDef(
+    "preserve-run",
+    "preserve",
+    si.PreserveInputs,
+    r.PreserveResult,
+    args="run",
+    delete="guard",
+    scope="record",
+    after=("report",),
+    does="the whole run copied and verified once more; its delete (`preserve guard`) is destroy's first act and "
+    "refuses while a result lacks its verified copy",
+)
 
 STEPS: tuple[StepDef, ...] = (
     PROFILE_DATA,

@@ -10,10 +10,10 @@ scripts/setup/preview.env, so the policy pack checks all of it, with the profile
 preview writes no state, so it skips the engine's checkpoints (docs/performance.md). The update then runs each stack's
 `pulumi up --skip-preview` (with checkpoints, so a killed one resumes; with the pack, whose resource rules see every
 resource created), in order: one stack; or the platform, each task (the next one beginning once the previous one has
-written its shutdown receipt; its evaluation goes on beside the next task), the record once every task's stack is
-done. A failed part stops the launch after the parts in flight end; the same command then resumes, completed steps
-staying done. A `--config KEY=VALUE` goes to the preview, which saves it in the profile's file, where every part
-reads it.
+written the receipt the step graph hands over at, model/step_graph.py: its shutdown; its evaluation goes on beside the
+next task), the record once every task's stack is done. A failed part stops the launch after the parts in flight end;
+the same command then resumes, completed steps staying done. A `--config KEY=VALUE` goes to the preview, which saves it
+in the profile's file, where every part reads it.
 
 `up` runs detached unless `--foreground` (scripts/lib/launcher.py): after the preview and the question on this
 terminal, the launch runs on without it, logged to the run directory's launch.log. Every launch holds the stack's
@@ -34,7 +34,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from model import parts, steps
+from model import parts, step_graph, steps
 from model.profile import Profile, ProfileError
 from model.project import ROOT
 from model.records import ok_result
@@ -120,7 +120,7 @@ class Updates:
 def run_parts(stack: str, p: Profile, pulumi_args: list[str], lock: int) -> int:
     """The stacks' updates in launch order (the module's docstring)."""
     rd = RunDir.of(p)
-    shutdown = steps.BASELINE_STOP if p.kind == "baseline" else steps.SHUTDOWN
+    handover = step_graph.handover(step_graph.Run.of(p))  # the receipt that lets the next task begin
     updates = Updates(pulumi_args, lock)
     try:
         for part_stack, part in parts.stacks_of(stack, p):
@@ -131,7 +131,7 @@ def run_parts(stack: str, p: Profile, pulumi_args: list[str], lock: int) -> int:
                 break
             done = part.kind != "task" or not p.run_steps
             while not updates.ended() and proc.poll() is None:
-                if not done and ok_result(steps.read_receipt(rd, shutdown, part.task), steps.RESULTS[shutdown.name]):
+                if not done and ok_result(steps.read_receipt(rd, handover, part.task), steps.RESULTS[handover.name]):
                     print(f"launch: {part.task} shut down; its stack goes on (evaluation) beside the next", flush=True)
                     break
                 time.sleep(POLL_S)

@@ -29,7 +29,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from model import contract, steps
+from model import contract, step_graph, steps
 from model.profile import Profile, ProfileError
 from model.records import KickoffResult, Ramp, Score, Session, WakeResult, ok_result, read_record
 from model.rundir import ProfileDir, RunDir
@@ -121,26 +121,27 @@ def phase(p: Profile, rd: RunDir, task: str, now: float) -> tuple[str, str, floa
     deadline = kickoff.deadline_epoch if kickoff else None
     if failed:
         return "failed", f"{failed[0].step} failed: {failed[0].error}", deadline
-    if ok(steps.SCORE):
+    # the phase of the task's latest step done that names one (the step graph's order: model/step_graph.py)
+    latest = next((s for s in step_graph.phases(step_graph.Run.of(p)) if ok(s)), None)
+    if latest == steps.SCORE:
         s = ok_result(receipts[steps.SCORE.name], Score)
         return ("scored" if s and s.complete else "incomplete"), ", ".join(s.problems) if s else "", deadline
-    if ok(steps.SHUTDOWN):
-        return "evaluating", "programbench eval", deadline
-    if ok(steps.EXPORT):
-        return "archiving", f"workers seal their archives (grace {p.export_grace_s} s)", deadline
-    if kickoff:
+    if latest in (steps.SHUTDOWN, steps.BASELINE_STOP):
+        return latest.phase, "programbench eval", deadline
+    if latest == steps.EXPORT:
+        return latest.phase, f"workers seal their archives (grace {p.export_grace_s} s)", deadline
+    if latest == steps.KICKOFF and kickoff:
         left = kickoff.deadline_epoch - now
         if left > 0:
-            return "working", f"{left / 60:.0f} min to the deadline ({kickoff.deadline})", deadline
+            return latest.phase, f"{left / 60:.0f} min to the deadline ({kickoff.deadline})", deadline
         return "exporting", "the deadline has passed", deadline
     woke = ok_result(receipts.get(steps.WAKE.name), WakeResult)
-    if woke:
+    if latest == steps.WAKE and woke:
         at = woke.ramp_start_epoch + p.task_budget.kickoff_s
-        return "waiting for kickoff", f"kickoff at {iso(at)} (in {max(0, at - now):.0f} s)", None
-    if ramp := read_record(rd.ramp(task), Ramp):
-        return "ramp", f"{len(ramp.woken)} of {p.workers} woken", None
-    if ok(steps.SEED):
-        return "ramp", f"0 of {p.workers} woken", None
+        return latest.phase, f"kickoff at {iso(at)} (in {max(0, at - now):.0f} s)", None
+    if latest == steps.SEED:
+        ramp = read_record(rd.ramp(task), Ramp)
+        return latest.phase, f"{len(ramp.woken) if ramp else 0} of {p.workers} woken", None
     if running(rd, steps.SEED.name, task):
         return "seeding", "the task's repository and starting workspace", None
     return "waiting", "", None
