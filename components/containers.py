@@ -1,17 +1,17 @@
-"""One docker.Container from a Placement and its ServiceSpec: the only place containers are declared."""
+"""One docker.Container from its planned container (model/container_plan.py), field by field: the one place a
+container of one host is declared."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypedDict
 
 import pulumi
 import pulumi_docker as docker
 
+from model.container_plan import PlannedContainer, Planner
 from model.contract import READY_TIMEOUT_S
 from model.profile import Profile
-from model.roles import ROLES
-from model.services import SecretRef, ServiceSpec, secret_key, secret_setting, spec
+from model.services import SecretRef, ServiceSpec, secret_key, secret_setting
 from model.topology import Placement
 
 from .images import Images
@@ -21,25 +21,8 @@ from .sdk import Container, shared_outputs
 SLICE = "pbench.slice"
 
 
-class Health(TypedDict):
-    """How often Docker (or the swarm) checks a service, and how long it waits for it to become healthy."""
-
-    interval: str
-    timeout: str
-    retries: int
-    start_period: str
-
-
-HEALTH = Health(interval="5s", timeout="3s", retries=30, start_period="5s")
-WATCHED = Health(interval="30s", timeout="3s", retries=3, start_period="5s")  # ServiceSpec.ready_at_wake
-
-
-def health_of(s: ServiceSpec) -> Health:
-    return WATCHED if s.ready_at_wake else HEALTH
-
-
 # How an engine declares one container of the topology (Platform and Team call it with what it waits for): a
-# container here, a swarm service in components/swarm.py. The engine derives its spec and waits for its image too.
+# container here, a swarm service in components/swarm.py. The engine plans it and waits for its image too.
 Declare = Callable[[str, Placement, pulumi.ResourceOptions], pulumi.Resource]
 
 
@@ -54,11 +37,11 @@ def network_names(nets: Networks) -> NetworkNames:
 def declarer(p: Profile, nets: NetworkNames, secrets: dict[str, pulumi.Output[str]], images: Images | None) -> Declare:
     """`nets`, `images`: the stack's own networks and images, or (a task stack of a per-task profile) the names of
     those its platform stack made and no images to wait for."""
-    entry = secret_entries(secrets)
+    entry, planner = secret_entries(secrets), Planner(p)
 
     def declare(name: str, c: Placement, opts: pulumi.ResourceOptions) -> Container:
-        s = spec(p, c)
-        return container(name, p, c, s, nets, entry, after_image(opts, images, s) if images else opts)
+        planned = planner.plan(c)
+        return container(name, p, planned, nets, entry, after_image(opts, images, planned.spec) if images else opts)
 
     return declare
 
@@ -98,17 +81,26 @@ def env_list(s: ServiceSpec, entry: SecretEntry) -> list[pulumi.Input[str]]:
 def container(
     resource_name: str,
     p: Profile,
-    c: Placement,
-    s: ServiceSpec,
+    planned: PlannedContainer,
     nets: NetworkNames,
     entry: SecretEntry,
     opts: pulumi.ResourceOptions,
 ) -> Container:
+    c, s, h = planned.placement, planned.spec, planned.health
+    assert planned.restart == "no"  # the provider's default: not given (see below)
     attach = [
-        docker.ContainerNetworksAdvancedArgs(name=nets[kind], ipv4_address=ip, aliases=c.aliases(kind))
-        for kind, ip in c.addresses.items()
+        docker.ContainerNetworksAdvancedArgs(
+            name=nets[a.network], ipv4_address=a.address, aliases=list(a.aliases) if a.aliases is not None else None
+        )
+        for a in planned.networks
     ]
-    health = docker.ContainerHealthcheckArgs(tests=list(s.healthcheck), **health_of(s)) if s.healthcheck else None
+    health = (
+        docker.ContainerHealthcheckArgs(
+            tests=list(h.test), interval=h.interval, timeout=h.timeout, retries=h.retries, start_period=h.start_period
+        )
+        if h
+        else None
+    )
     return Container(
         resource_name,
         docker.ContainerArgs(
@@ -118,15 +110,19 @@ def container(
             networks_advanced=attach,
             envs=env_list(s, entry),
             # the stub leaves out the dict form the provider takes (the same as a network's labels)
-            labels=docker_labels(c.labels),  # type: ignore[arg-type]
+            labels=docker_labels(planned.labels),  # type: ignore[arg-type]
             volumes=[
                 docker.ContainerVolumeArgs(
                     host_path=m.host_path, container_path=m.container_path, read_only=m.read_only
                 )
                 for m in s.mounts
             ],
-            ports=[docker.ContainerPortArgs(internal=ROLES[c.role].port, external=p.ports[c.role], ip="127.0.0.1")]
-            if c.operator_ip
+            ports=[
+                docker.ContainerPortArgs(
+                    internal=planned.published.internal, external=planned.published.external, ip="127.0.0.1"
+                )
+            ]
+            if planned.published
             else None,
             command=list(s.command) if s.command else None,
             entrypoints=list(s.entrypoint) if s.entrypoint else None,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pulumi
 
+from model.container_plan import waited_roles
 from model.roles import ROLES
 from model.step_inputs import OneShot
 from model.topology import Layout, Placement
@@ -35,16 +36,17 @@ class Platform(pulumi.ComponentResource):
         other service waits for (it is `self.gate`)."""
         super().__init__("agensh:index:Platform", name, None, opts)
         self.services, self.one_shot_containers = {}, {}
+        platform = [c for c in layout.placements if not ROLES[c.role].per_task]
+        roles = [c.role for c in platform]
 
         def add(c: Placement, wait_for: list[pulumi.Resource]) -> None:
-            deps = [self.services[d] for d in ROLES[c.role].after if d in self.services]
+            deps = [self.services[r] for r in waited_roles(c, roles)]  # declared before it (start order)
             r = self.services[c.role] = declare(
                 f"{name}-{c.role}", c, pulumi.ResourceOptions(parent=self, depends_on=[*wait_for, *deps])
             )
             if isinstance(r, Container) and r.reads_exit_code:
                 self.one_shot_containers[c.name] = r
 
-        platform = [c for c in layout.placements if not ROLES[c.role].per_task]
         first = [c for c in platform if gate and ROLES[c.role].model_path]
         for c in first:
             add(c, after)

@@ -11,11 +11,11 @@ Everything is created through the manager's Docker API (`docker.Provider(host=sw
 - the model credential as a `docker.Secret`, given only to the egress proxy (as a file, `<ENV>_FILE` names it);
 - the files the containers mount from the manager only (the Agensh checkout's prompts, the project's script that
   creates the routers' database user in MySQL's initdb.d) as `docker.ServiceConfig`s;
-- each container of the topology as a one-replica `docker.Service` (same image, user, environment, mounts, memory
-  ceiling, health check, no restart; a worker with every capability dropped, and created with 0 replicas: the wake
-  step scales it to 1 at its ramp offset), pinned by a placement constraint to the node the plan gives it; its data
-  is on that node (the node's `data_root`). The one-shot bootstrap runs to completion as a container on the manager,
-  attached to the internal overlay network.
+- each container of the container plan (model/container_plan.py) as a one-replica `docker.Service` (same image, user,
+  environment, mounts, memory ceiling, health check, no restart; a worker with every capability dropped, and created
+  with 0 replicas: the wake step scales it to 1 at its ramp offset), pinned by a placement constraint to the node the
+  plan gives it; its data is on that node (the node's `data_root`). The one-shot bootstrap runs to completion as a
+  container on the manager, attached to the internal overlay network.
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ from pathlib import Path
 import pulumi
 import pulumi_docker as docker
 
-from model import contract, placement, steps
+from model import contract, steps
 from model import step_inputs as si
+from model.container_plan import MODEL_SECRET_KEY, ContainerPlan, PlannedContainer, on_node
 from model.profile import Profile
 from model.project import SCRIPTS
-from model.roles import ROLES
 from model.rundir import ProfileDir
-from model.services import Mount, ServiceSpec, spec
+from model.services import Mount
 from model.settings import SwarmNode
 from model.topology import Layout, Placement
 
-from .containers import after_image, env_list, health_of, secret_entries, secret_value
+from .containers import after_image, env_list, secret_entries, secret_value
 from .host_units import HostUnits
 from .images import Images
 from .networks import docker_labels, docker_networks
@@ -44,17 +44,10 @@ from .sdk import Container
 from .step_resources import Step
 
 CONVERGE = {"delay": "2s", "timeout": "5m"}
-MODEL_SECRET_KEY = "llm_upstream_token"
-SECRETS_DIR = "/run/secrets"
 
 
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
-
-
-def on_node(p: Profile, node: SwarmNode) -> Profile:
-    """The profile as the node sees it: its data is under the node's data root."""
-    return p.model_copy(update={"data_root": node.data_root or p.data_root})
 
 
 def registry_name(registry: str, image: str) -> str:
@@ -83,7 +76,8 @@ class Swarm(pulumi.ComponentResource):
         self.name, self.p, self.s, self.secrets, self.checkout = name, p, p.swarm, secrets, checkout
         self.layout = layout
         self.entry = secret_entries(secrets)
-        self.plan = placement.plan(p)
+        self.containers = ContainerPlan.of(p, layout)  # each on the node that runs it
+        self.planned = self.containers.by_name
         self.provider = docker.Provider(
             f"{name}-manager",
             host=self.s.docker_host,
@@ -110,9 +104,9 @@ class Swarm(pulumi.ComponentResource):
         out = {}
         sources = {
             Path(m.host_path)
-            for c in self.layout.placements
-            for m in spec(self.p, c).mounts
-            if not spec(self.p, c).one_shot and self.from_manager(m)
+            for c in self.containers.containers
+            for m in c.spec.mounts
+            if not c.spec.one_shot and self.from_manager(m)
         }
         files = {f for src in sources for f in ([src] if src.is_file() else src.rglob("*")) if f.is_file()}
         for path in sorted(files):
@@ -131,7 +125,7 @@ class Swarm(pulumi.ComponentResource):
     def publish(self, images: Images) -> None:
         """Tag every image a service runs into the manager's registry and push it; services run it by digest."""
         self.images = images
-        wanted = sorted({s.image for s in (spec(self.p, c) for c in self.layout.placements) if not s.one_shot})
+        wanted = sorted({c.spec.image for c in self.containers.containers if not c.spec.one_shot})
         pushed = {}
         for image in wanted:
             built = images.by_name[image]
@@ -161,7 +155,9 @@ class Swarm(pulumi.ComponentResource):
         return any(Path(m.host_path).is_relative_to(root) for root in (self.p.checkout_dir, SCRIPTS))
 
     def on(self, c: Placement) -> SwarmNode:
-        return self.s.node(self.plan.node_of(c.role, c.index))
+        node = self.planned[c.name].node
+        assert node is not None
+        return self.s.node(node)
 
     def prepare_nodes(self, after: pulumi.Resource, opts: pulumi.ResourceOptions) -> Step:
         """The step that makes every bind source on its node before any service starts (and removes the nodes'
@@ -171,9 +167,9 @@ class Swarm(pulumi.ComponentResource):
             views = {node.name: on_node(self.p, node) for node in self.s.nodes}
             dirs: dict[str, set[str]] = {name: set() for name in views}
             owned: dict[str, set[str]] = {name: set() for name in views}
-            for c in self.layout.placements:  # each container once, on the node the plan gives it
-                node_name = self.on(c).name
-                s = spec(views[node_name], c)
+            for planned in self.containers.containers:  # each container once, on the node the plan gives it
+                c, s, node_name = planned.placement, planned.spec, planned.node
+                assert node_name is not None
                 for m in () if s.one_shot else s.mounts:
                     if not self.from_manager(m):
                         archive = c.role == "worker" and m.host_path == self._archive(views[node_name], c)
@@ -249,24 +245,24 @@ class Swarm(pulumi.ComponentResource):
 
     def declare(self, resource_name: str, c: Placement, opts: pulumi.ResourceOptions) -> pulumi.Resource:
         """The engine's declaration of one container of the topology (see Platform and Team)."""
-        node = self.on(c)
-        local = spec(on_node(self.p, node), c)  # its data on the node that runs it
+        planned = self.planned[c.name]  # its data on the node that runs it
         opts = pulumi.ResourceOptions.merge(
-            after_image(opts, self.images, local), pulumi.ResourceOptions(provider=self.provider)
+            after_image(opts, self.images, planned.spec), pulumi.ResourceOptions(provider=self.provider)
         )  # parent: the caller's
-        if local.one_shot:
-            return self._one_shot(resource_name, c, local, opts)
-        return self._service(resource_name, c, local, node, opts)
+        if planned.spec.one_shot:
+            return self._one_shot(resource_name, planned, opts)
+        return self._service(resource_name, planned, opts)
 
     def _env(
-        self, s: ServiceSpec
+        self, planned: PlannedContainer
     ) -> tuple[dict[str, pulumi.Input[str]], list[docker.ServiceTaskSpecContainerSpecSecretArgs]]:
+        s = planned.spec
         env: dict[str, pulumi.Input[str]] = dict(s.env)
         refs = []
         for k, ref in sorted(s.secret_env.items()):
             # the model credential: a swarm secret file, never the environment
-            if ref == MODEL_SECRET_KEY and not k.endswith("_SHA256"):
-                path = f"{SECRETS_DIR}/{k.lower()}"
+            if k in planned.file_secrets:
+                path = planned.file_secrets[k]
                 env[f"{k}_FILE"] = path
                 refs.append(
                     docker.ServiceTaskSpecContainerSpecSecretArgs(
@@ -282,11 +278,10 @@ class Swarm(pulumi.ComponentResource):
                 env[k] = secret_value(k, ref, self.secrets)
         return env, refs
 
-    def _service(
-        self, resource_name: str, c: Placement, s: ServiceSpec, node: SwarmNode, opts: pulumi.ResourceOptions
-    ) -> docker.Service:
-        p, role = self.p, ROLES[c.role]
-        env, secret_refs = self._env(s)
+    def _service(self, resource_name: str, planned: PlannedContainer, opts: pulumi.ResourceOptions) -> docker.Service:
+        c, s, h = planned.placement, planned.spec, planned.health
+        assert planned.node is not None and planned.restart == "no"
+        env, secret_refs = self._env(planned)
         mounts, configs = [], []
         for m in s.mounts:
             if self.from_manager(m):  # the swarm configs of its files
@@ -306,17 +301,22 @@ class Swarm(pulumi.ComponentResource):
                         type="bind", source=m.host_path, target=m.container_path, read_only=m.read_only
                     )
                 )
-        published = c.role in p.ports
         attach = [
             docker.ServiceTaskSpecNetworksAdvancedArgs(
-                id=self.networks[k].id, aliases=[c.role] if not role.per_task else None
+                id=self.networks[a.network].id, aliases=list(a.aliases) if a.aliases is not None else None
             )
-            for k in (*role.networks, *(("operator",) if published else ()))
+            for a in planned.networks
         ]
-        labels = {**c.labels, contract.NODE_LABEL: node.name}
+        labels = planned.labels
         health = (
-            docker.ServiceTaskSpecContainerSpecHealthcheckArgs(tests=list(s.healthcheck), **health_of(s))
-            if s.healthcheck
+            docker.ServiceTaskSpecContainerSpecHealthcheckArgs(
+                tests=list(h.test),
+                interval=h.interval,
+                timeout=h.timeout,
+                retries=h.retries,
+                start_period=h.start_period,
+            )
+            if h
             else None
         )
         return docker.Service(
@@ -342,10 +342,10 @@ class Swarm(pulumi.ComponentResource):
                         docker.ServiceTaskSpecContainerSpecLabelArgs(label=k, value=v)
                         for k, v in sorted(labels.items())
                     ],
-                    stop_grace_period=f"{p.export_grace_s}s" if c.role == "worker" else None,
+                    stop_grace_period=f"{planned.stop_grace_s}s" if planned.stop_grace_s is not None else None,
                 ),
                 networks_advanceds=attach,
-                placement=docker.ServiceTaskSpecPlacementArgs(constraints=[contract.node_constraint(node.name)]),
+                placement=docker.ServiceTaskSpecPlacementArgs(constraints=[contract.node_constraint(planned.node)]),
                 resources=docker.ServiceTaskSpecResourcesArgs(
                     limits=docker.ServiceTaskSpecResourcesLimitsArgs(memory_bytes=s.memory_mb * 1024 * 1024)
                 )
@@ -360,10 +360,12 @@ class Swarm(pulumi.ComponentResource):
                 mode="dnsrr",
                 ports=[
                     docker.ServiceEndpointSpecPortArgs(
-                        target_port=role.port, published_port=p.ports[c.role], publish_mode="host"
+                        target_port=planned.published.internal,
+                        published_port=planned.published.external,
+                        publish_mode="host",
                     )
                 ]
-                if published
+                if planned.published
                 else None,
             ),
             converge_config=docker.ServiceConvergeConfigArgs(**CONVERGE),
@@ -373,8 +375,9 @@ class Swarm(pulumi.ComponentResource):
             ),
         )
 
-    def _one_shot(self, resource_name: str, c: Placement, s: ServiceSpec, opts: pulumi.ResourceOptions) -> Container:
+    def _one_shot(self, resource_name: str, planned: PlannedContainer, opts: pulumi.ResourceOptions) -> Container:
         """A container that runs to completion on the manager, attached to the internal overlay network."""
+        c, s = planned.placement, planned.spec
         return Container(
             resource_name,
             docker.ContainerArgs(
@@ -384,11 +387,12 @@ class Swarm(pulumi.ComponentResource):
                 envs=env_list(s, self.entry),
                 user=s.user,
                 # ContainerArgs' stub leaves out the dict form its Container accepts (and the provider gets)
-                labels=docker_labels({**c.labels, contract.NODE_LABEL: self.s.manager.name}),  # type: ignore[arg-type]
+                labels=docker_labels(planned.labels),  # type: ignore[arg-type]
                 networks_advanced=[
                     docker.ContainerNetworksAdvancedArgs(
-                        name=self.networks["internal"].name, aliases=c.aliases("internal")
+                        name=self.networks[a.network].name, aliases=list(a.aliases) if a.aliases is not None else None
                     )
+                    for a in planned.networks
                 ],
                 volumes=[
                     docker.ContainerVolumeArgs(

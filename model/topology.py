@@ -91,7 +91,8 @@ class Layout:
         return [c for c in self.placements if c.task == task and c.role == role]
 
 
-def _derive(p: Profile) -> list[Placement]:
+def platform_placements(p: Profile) -> list[Placement]:
+    """The platform services' placements, in start order."""
     nets = networks(p)
     internal, egress, operator, data = nets["internal"], nets["egress"], nets.get("operator"), nets.get("data")
     out: list[Placement] = []
@@ -117,6 +118,12 @@ def _derive(p: Profile) -> list[Placement]:
                 labels=p.labels(role.name),
             )
         )
+    return out
+
+
+def _derive(p: Profile) -> list[Placement]:
+    internal, data = p.internal_network, p.data_network
+    out = platform_placements(p)
     team = p.kind == "team"
     for task in p.tasks:
         for n in range(1, p.workers + 1):

@@ -46,23 +46,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from components.containers import health_of
-from model import contract, parts, topology
+from model import contract, image_plan, parts
 from model.catalog import tasks as catalog
-from model.checkout import AGENT_BASE_IMAGE, TASK_IMAGE, WORKER_IMAGE, shared_images
+from model.container_plan import Condition, ContainerPlan, PlannedContainer
 from model.profile import Profile, parse_profile
 from model.project import DEMO_CHECKOUT
-from model.roles import ROLES
-from model.services import ServiceSpec, secret_setting, spec
+from model.services import ServiceSpec, secret_setting
 from model.stackfiles import load_profile
-from model.topology import Placement
 from scripts.cli.destroy import destroy_order
 from scripts.cli.status import mib
 from scripts.lab import docker_disk, swarm_lab
@@ -268,77 +265,51 @@ def run_dag(nodes: dict[str, tuple[list[str], Callable[[], None]]], parallel: in
                 done.add(name)
 
 
-# --- the model's containers, as the components declare them ---------------------------------------------------
-Phase = list[tuple[Placement, ServiceSpec]]
+# --- the model's containers, as the components declare them: the container plan (model/container_plan.py) ------
+Phase = tuple[PlannedContainer, ...]
 
 
-@dataclass
-class Layout:
-    """A profile's networks, containers (with their specs) and the order the components give them."""
+def running(among: Phase) -> list[str]:
+    """The containers `up` leaves running (of `among`): not the one-shot bootstrap, not the woken workers."""
+    return [c.name for c in among if c.runs_after_up]
 
-    p: Profile
-    containers: list[tuple[Placement, ServiceSpec]] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        self.containers = [(c, spec(self.p, c)) for c in topology.Layout.of(self.p).placements]
+def woken(among: Phase) -> list[str]:
+    """The workers created stopped for the wake step (the components pass `start: false`)."""
+    return [c.name for c in among if c.spec.woken]
 
-    def running(self, among: Phase | None = None) -> list[str]:
-        """The containers `up` leaves running (of `among`): not the one-shot bootstrap, not the woken workers."""
-        return [c.name for c, s in (self.containers if among is None else among) if not (s.one_shot or s.woken)]
 
-    def woken(self, among: Phase | None = None) -> list[str]:
-        """The workers created stopped for the wake step (the components pass `start: false`)."""
-        return [c.name for c, s in (self.containers if among is None else among) if s.woken]
+def at_once(plan: ContainerPlan, per_task: bool) -> Phase:
+    """What runs at once: everything; per task, the platform and the largest task's team (each task's team is
+    stopped before the next one's is made, as its shutdown step does)."""
+    phases = plan.phases(per_task)
+    return phases[0] + max(phases[1:], key=len, default=())
 
-    def at_once(self, per_task: bool) -> Phase:
-        """What runs at once: everything; per task, the platform and the largest task's team (each task's team is
-        stopped before the next one's is made, as its shutdown step does)."""
-        phases = self.phases(per_task)
-        return phases[0] + max(phases[1:], key=len, default=[])
 
-    def phases(self, per_task: bool) -> list[Phase]:
-        """What one `up` creates at once: everything; or (per task) the platform's containers, then each task's, as a
-        per-task profile's stacks create them one after another (model/parts.py)."""
-        if not per_task:
-            return [self.containers]
-        return [[(c, s) for c, s in self.containers if c.task == t] for t in (None, *self.p.tasks)]
+def deps(c: PlannedContainer) -> list[str]:
+    """What a container waits for (the plan's waits), by name."""
+    return [w.name for w in c.waits]
 
-    def deps(self, c: Placement) -> list[str]:
-        """What a container waits for: a service its role's `after`; a team member every platform service."""
-        platform = [x.name for x, _ in self.containers if not ROLES[x.role].per_task]
-        if ROLES[c.role].per_task:
-            return platform
-        return [
-            contract.resource_name(self.p.profile, r)
-            for r in ROLES[c.role].after
-            if contract.resource_name(self.p.profile, r) in platform
-        ]
 
-    def networks(self) -> dict[str, str]:
-        """Network kind -> subnet."""
-        return {k: str(v) for k, v in topology.Layout.of(self.p).networks.items()}
+def subnets(plan: ContainerPlan) -> dict[str, str]:
+    """Network kind -> subnet."""
+    return {k: str(v) for k, v in plan.layout.networks.items()}
 
-    def images(self) -> dict[str, tuple[list[str], list[str]]]:
-        """Image tag -> (its builders' dependencies, `docker build` arguments), as the Images component builds them."""
-        p, checkout = self.p, self.p.checkout_dir
-        out: dict[str, tuple[list[str], list[str]]] = {
-            p.image(i.role): ([], ["-f", str(checkout / i.dockerfile), str(checkout / i.context)])
-            for i in shared_images(p.kind == "baseline")
-        }
-        for t in p.tasks:
-            out[p.worker_image(t)] = (
-                [p.image("agent-base")],
-                [
-                    "-f",
-                    str(checkout / WORKER_IMAGE.dockerfile),
-                    "--build-arg",
-                    f"{TASK_IMAGE.name}={p.cleanroom_image(t)}",
-                    "--build-arg",
-                    f"{AGENT_BASE_IMAGE.name}={p.image('agent-base')}",
-                    str(checkout / WORKER_IMAGE.context),
-                ],
+
+def builds(p: Profile) -> dict[str, tuple[list[str], list[str]]]:
+    """Image tag -> (the tags it is built on, `docker build` arguments): the image plan's builds (model/image_plan.py),
+    as the Images component builds them."""
+    planned = image_plan.plan(p)
+    built = {i.key: i.name for i in planned if i.build}
+    out = {}
+    for i in planned:
+        if i.build:
+            args = [a for k, v in i.build.args.items() for a in ("--build-arg", f"{k}={v}")]
+            out[i.name] = (
+                [built[k] for k in i.build.after if k in built],
+                ["-f", str(p.checkout_dir / i.build.dockerfile), *args, str(p.checkout_dir / i.build.context)],
             )
-        return out
+    return out
 
 
 def private_images() -> None:
@@ -374,20 +345,21 @@ def bench_profile(
     )
 
 
-def tag_cleanrooms(lay: Layout, lab: swarm_lab.Lab | None = None) -> None:
+def tag_cleanrooms(p: Profile, lab: swarm_lab.Lab | None = None) -> None:
     """Each task's cleanroom image is the demo's calculator under the task's tag, on this host or the lab's manager
     (where a swarm builds the worker images)."""
-    for t in lay.p.tasks:
-        tag = ["tag", DEMO_CLEANROOM, lay.p.cleanroom_image(t)]
+    for t in p.tasks:
+        tag = ["tag", DEMO_CLEANROOM, p.cleanroom_image(t)]
         if lab:
             lab.docker(lab.manager, *tag)
         else:
             run(["docker", *tag])
 
 
-def layout(config: dict[str, Any], checkout: Path) -> Layout:
+def container_plan(config: dict[str, Any], checkout: Path) -> ContainerPlan:
+    """The containers of a stack's `config:`, planned as the components declare them."""
     raw = {k.split(":", 1)[1]: v for k, v in config.items()}
-    return Layout(parse_profile(raw | {"agensh_checkout": str(checkout)}))
+    return ContainerPlan.of(parse_profile(raw | {"agensh_checkout": str(checkout)}))
 
 
 def env_of(s: ServiceSpec) -> dict[str, str]:
@@ -421,7 +393,7 @@ def stop_team(phase: Phase) -> None:
     """Stop a task's team before the next task's is created, as its shutdown step does (PARALLEL at a time), so that
     only one task's health checks run; no side counts its time."""
     with ThreadPoolExecutor(PARALLEL) as pool:
-        list(pool.map(lambda c: subprocess.run(["docker", "stop", "-t", "5", c[0].name], capture_output=True), phase))
+        list(pool.map(lambda c: subprocess.run(["docker", "stop", "-t", "5", c.name], capture_output=True), phase))
 
 
 def timed_phases(phases: list[Phase], make: Callable[[Phase], Any]) -> list[float]:
@@ -461,8 +433,8 @@ def remove_networks(names: list[str], attempts: int = 60) -> None:
 class Plain:
     """The same images by `docker build`, the same containers by `docker create/network connect/start`."""
 
-    def __init__(self, lay: Layout):
-        self.lay, self.nets = lay, topology.Layout.of(lay.p).network_names
+    def __init__(self, plan: ContainerPlan):
+        self.plan, self.nets = plan, plan.layout.network_names
         self.made: list[str] = []
         self.phase_s: list[float] = []  # after `up`: the seconds of each phase (the platform, each task's team)
 
@@ -479,11 +451,11 @@ class Plain:
 
             return build
 
-        run_dag({tag: (deps, builder(tag, args)) for tag, (deps, args) in self.lay.images().items()})
+        run_dag({tag: (after, builder(tag, args)) for tag, (after, args) in builds(self.plan.profile).items()})
         return time.monotonic() - t0
 
-    def start_one(self, c: Placement, s: ServiceSpec) -> None:
-        att = list(c.addresses.items())  # (network kind, address), as the container attaches them
+    def start_one(self, planned: PlannedContainer) -> None:
+        c, s, att = planned.placement, planned.spec, planned.networks  # the networks in the order it attaches them
         args = [
             "docker",
             "create",
@@ -492,14 +464,14 @@ class Plain:
             "--label",
             f"{LABEL}=plain-{RUN}",
             "--restart",
-            "no",
+            planned.restart,
             "--hostname",
             c.hostname,
         ]
-        args += contract.label_args(c.labels)
+        args += contract.label_args(planned.labels)
         if att:
-            args += ["--network", self.nets[att[0][0]], "--ip", att[0][1]]
-            args += [arg for alias in c.aliases(att[0][0]) or () for arg in ("--network-alias", alias)]
+            args += ["--network", self.nets[att[0].network], *(("--ip", att[0].address) if att[0].address else ())]
+            args += [arg for alias in att[0].aliases or () for arg in ("--network-alias", alias)]
         else:
             args += ["--network", "none"]
         for k, v in sorted(env_of(s).items()):
@@ -510,29 +482,29 @@ class Plain:
             args += ["--memory", f"{s.memory_mb}m"]
         if s.user:
             args += ["--user", s.user]
-        if s.healthcheck:
-            kind, *test = s.healthcheck
-            health = health_of(s)
+        if h := planned.health:
+            kind, *test = h.test
             args += [
                 "--health-cmd",
                 " ".join(test),  # the CLI takes a shell command
                 "--health-interval",
-                str(health["interval"]),
+                h.interval,
                 "--health-timeout",
-                str(health["timeout"]),
+                h.timeout,
                 "--health-retries",
-                str(health["retries"]),
+                str(h.retries),
                 "--health-start-period",
-                str(health["start_period"]),
+                h.start_period,
             ]
         if s.entrypoint:
             args += ["--entrypoint", s.entrypoint[0]]
         args += [s.image, *(s.entrypoint[1:] if s.entrypoint else ()), *(s.command or ())]
         run(args)
         self.made.append(c.name)
-        for kind, ip in att[1:]:
-            aliases = [arg for alias in c.aliases(kind) or () for arg in ("--alias", alias)]
-            run(["docker", "network", "connect", "--ip", ip, *aliases, self.nets[kind], c.name])
+        for a in att[1:]:
+            aliases = [arg for alias in a.aliases or () for arg in ("--alias", alias)]
+            ip = ["--ip", a.address] if a.address else []
+            run(["docker", "network", "connect", *ip, *aliases, self.nets[a.network], c.name])
         if s.one_shot:  # the provider's `attach`: wait for it to exit
             run(["docker", "start", "-a", c.name])
         elif not s.woken:  # a woken worker stays created, as the components leave it
@@ -545,7 +517,7 @@ class Plain:
         ours = run(["docker", "network", "ls", "--filter", f"label={LABEL}", "--format", "{{.Name}}"]).stdout.split()
         remove_networks([n for n in self.nets.values() if n in ours])
         t0 = time.monotonic()
-        for kind, subnet in self.lay.networks().items():
+        for kind, subnet in subnets(self.plan).items():
             run(
                 [
                     "docker",
@@ -562,19 +534,17 @@ class Plain:
         networks = time.monotonic() - t0
 
         def make(phase: Phase) -> None:
-            names = {c.name for c, _ in phase}
-            run_dag(
-                {c.name: ([d for d in self.lay.deps(c) if d in names], partial(self.start_one, c, s)) for c, s in phase}
-            )
+            names = {c.name for c in phase}
+            run_dag({c.name: ([d for d in deps(c) if d in names], partial(self.start_one, c)) for c in phase})
 
-        self.phase_s = timed_phases(self.lay.phases(per_task), make)
+        self.phase_s = timed_phases(self.plan.phases(per_task), make)
         return networks + sum(self.phase_s)
 
     def reup(self) -> float:
         """What `up` with no changes checks: every container is there, running unless it may stop."""
         t0 = time.monotonic()
         out = run(["docker", "inspect", "-f", "{{.Name}} {{.State.Status}}", *self.made]).stdout.split("\n")
-        assert len([line for line in out if line]) == len(self.lay.containers), out
+        assert len([line for line in out if line]) == len(self.plan.containers), out
         return time.monotonic() - t0
 
     def down(self) -> float:
@@ -592,30 +562,43 @@ def compose_command() -> list[str]:
     return [str(go_build.program(go_build.COMPOSE))]
 
 
+# how Compose names each of the plan's conditions of a wait
+COMPOSE_CONDITION: dict[Condition, str] = {
+    "completed": "service_completed_successfully",
+    "healthy": "service_healthy",
+    "started": "service_started",
+}
+
+
 class Compose:
     """The same containers from a Compose file, on the plain side's images (`images`: compose tag -> plain tag)."""
 
-    def __init__(self, lay: Layout, images: dict[str, str], workdir: Path, cmd: list[str]):
-        self.lay, self.cmd = lay, [*cmd, "-p", f"bench-{lay.p.profile}", "-f", str(workdir / "compose.yaml")]
+    def __init__(self, plan: ContainerPlan, images: dict[str, str], workdir: Path, cmd: list[str]):
+        self.plan = plan
+        self.cmd = [*cmd, "-p", f"bench-{plan.profile.profile}", "-f", str(workdir / "compose.yaml")]
         self.last: Phase | None = None  # per task: the last task's containers, still running after `up`
         self.phase_s: list[float] = []  # after `up`: the seconds of each phase (the platform, each task's team)
-        nets = topology.Layout.of(lay.p).network_names
+        nets = plan.layout.network_names
         self.nets = list(nets.values())
-        specs = {c.name: s for c, s in lay.containers}
         services = {}
-        for c, s in lay.containers:
+        for planned in plan.containers:
+            c, s = planned.placement, planned.spec
             svc: dict[str, Any] = {
                 "image": images[s.image],
                 "container_name": c.name,
-                "restart": "no",
+                "restart": planned.restart,
                 "hostname": c.hostname,
-                "labels": {**c.labels, LABEL: f"compose-{RUN}"},
+                "labels": {**planned.labels, LABEL: f"compose-{RUN}"},
                 "environment": env_of(s),
                 "volumes": [f"{m.host_path}:{m.container_path}{':ro' if m.read_only else ''}" for m in s.mounts],
             }
-            att = list(c.addresses.items())
+            att = planned.networks
             svc["networks"] = {
-                nets[k]: {"ipv4_address": ip, **({"aliases": c.aliases(k)} if c.aliases(k) else {})} for k, ip in att
+                nets[a.network]: {
+                    **({"ipv4_address": a.address} if a.address else {}),
+                    **({"aliases": list(a.aliases)} if a.aliases else {}),
+                }
+                for a in att
             }
             if not att:
                 svc["network_mode"] = "none"
@@ -627,20 +610,10 @@ class Compose:
                 svc["entrypoint"] = list(s.entrypoint)
             if s.command:
                 svc["command"] = list(s.command)
-            if s.healthcheck:
-                svc["healthcheck"] = {"test": list(s.healthcheck), **health_of(s)}
-            deps = lay.deps(c)
-            if deps:
-                svc["depends_on"] = {
-                    d: {
-                        "condition": "service_completed_successfully"
-                        if specs[d].one_shot
-                        else "service_healthy"
-                        if specs[d].waited
-                        else "service_started"
-                    }
-                    for d in deps
-                }
+            if planned.health:
+                svc["healthcheck"] = {"test": list(planned.health.test), **planned.health.timing()}
+            if planned.waits:
+                svc["depends_on"] = {w.name: {"condition": COMPOSE_CONDITION[w.condition]} for w in planned.waits}
             services[c.name] = svc
         networks = {
             nets[k]: {
@@ -649,21 +622,21 @@ class Compose:
                 "ipam": {"config": [{"subnet": subnet}]},
                 "labels": {LABEL: f"compose-{RUN}"},
             }
-            for k, subnet in lay.networks().items()
+            for k, subnet in subnets(plan).items()
         }
         (workdir / "compose.yaml").write_text(yaml.safe_dump({"services": services, "networks": networks}))
 
     def up(self, per_task: bool = False) -> float:
         def make(phase: Phase) -> None:
             # Compose's own parallelism, what its users get
-            run([*self.cmd, "up", "-d", *self.lay.running(phase)], timeout=COMPOSE_TIMEOUT_S)
+            run([*self.cmd, "up", "-d", *running(phase)], timeout=COMPOSE_TIMEOUT_S)
             # the woken workers created, not started (what they depend on is up by now)
-            if woken := self.lay.woken(phase):
-                run([*self.cmd, "up", "--no-start", "--no-deps", *woken], timeout=COMPOSE_TIMEOUT_S)
-            waiting = [c.name for c, s in phase if s.waited]
+            if stopped := woken(phase):
+                run([*self.cmd, "up", "--no-start", "--no-deps", *stopped], timeout=COMPOSE_TIMEOUT_S)
+            waiting = [c.name for c in phase if c.spec.waited]
             run_dag({n: ([], partial(wait_healthy, n)) for n in waiting})  # Compose returns once they are started
 
-        phases = self.lay.phases(per_task)
+        phases = self.plan.phases(per_task)
         self.phase_s = timed_phases(phases, make)
         self.last = phases[-1] if per_task else None
         return sum(self.phase_s)
@@ -671,14 +644,14 @@ class Compose:
     def reup(self) -> float:
         """`up` again of what the last `up` left running (per task: the platform and the last task's team)."""
         t0 = time.monotonic()
-        running = self.lay.running() if self.last is None else self.lay.running(self.lay.phases(True)[0] + self.last)
-        run([*self.cmd, "up", "-d", "--no-recreate", *running], timeout=COMPOSE_TIMEOUT_S)
+        left = self.plan.containers if self.last is None else self.plan.phases(True)[0] + self.last
+        run([*self.cmd, "up", "-d", "--no-recreate", *running(left)], timeout=COMPOSE_TIMEOUT_S)
         return time.monotonic() - t0
 
     def down(self) -> float:
         t0 = time.monotonic()
         # the containers first, as on the plain side (even bounded, Compose's own removal left stale endpoints)
-        remove_containers([c.name for c, _ in self.lay.containers])
+        remove_containers([c.name for c in self.plan.containers])
         subprocess.run([*self.cmd, "down", "--remove-orphans"], capture_output=True)
         remove_networks(self.nets)  # waited for as on the plain side
         return time.monotonic() - t0
@@ -711,30 +684,28 @@ def available_mb() -> int:
     )
 
 
-def check_cores(lay: Layout, per_task: bool = False) -> float:
+def check_cores(plan: ContainerPlan, per_task: bool = False) -> float:
     """The cores the running containers' health checks keep busy (per task: the platform's and one task's, the
     others stopped as their shutdown step stops them)."""
-    running = set(lay.running(lay.at_once(per_task)))
     return sum(
-        HEALTH_CHECK_CPU_S / int(health_of(s)["interval"].removesuffix("s"))
-        for c, s in lay.containers
-        if c.name in running and s.healthcheck
+        HEALTH_CHECK_CPU_S / int(c.health.interval.removesuffix("s"))
+        for c in at_once(plan, per_task)
+        if c.runs_after_up and c.health
     )
 
 
-def remove_leftovers(lay: Layout, built: list[str]) -> None:
+def remove_leftovers(plan: ContainerPlan, built: list[str]) -> None:
     """Whatever a failed or interrupted run left: the sides' containers and networks, the Pulumi side's too (its
     profile's label), the images built under private tags, the cleanroom tags."""
     for label in (
         *(f"{LABEL}={side}-{RUN}" for side in ("plain", "compose", "images")),
-        f"{contract.PROFILE_LABEL}={lay.p.profile}",
+        f"{contract.PROFILE_LABEL}={plan.profile.profile}",
     ):
         remove_containers(run(["docker", "ps", "-aq", "--filter", f"label={label}"]).stdout.split())
         left = run(["docker", "network", "ls", "--format", "{{.Name}}", "--filter", f"label={label}"]).stdout.split()
         remove_networks(left, attempts=5)  # each side's down waited for its networks already
-    subprocess.run(
-        ["docker", "rmi", *built, *lay.images(), *[lay.p.cleanroom_image(t) for t in lay.p.tasks]], capture_output=True
-    )
+    p = plan.profile
+    subprocess.run(["docker", "rmi", *built, *builds(p), *[p.cleanroom_image(t) for t in p.tasks]], capture_output=True)
 
 
 def failed(side: str, err: Exception) -> str:
@@ -753,29 +724,29 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
         built: list[str] = []  # the plain side's image tags
         with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
             checkout = made.proj / DEMO_CHECKOUT
-            lay = layout(config, checkout)
-            result["containers"] = len(lay.containers)
-            running = len(lay.running(lay.at_once(per_task)))  # a container created stopped holds no memory
+            plan = container_plan(config, checkout)
+            result["containers"] = len(plan.containers)
+            up_running = len(running(at_once(plan, per_task)))  # a container created stopped holds no memory
             fits = (
-                running <= UNMEASURED_MAX
+                up_running <= UNMEASURED_MAX
                 if per_container_mb is None
-                else per_container_mb * running < MEMORY_SHARE * available_mb()
+                else per_container_mb * up_running < MEMORY_SHARE * available_mb()
             )
             try:
-                tag_cleanrooms(lay)
+                tag_cleanrooms(plan.profile)
                 result |= made.preview({**PREVIEW_ENV, parts.WHOLE_PREVIEW_ENV: "1"} if per_task else PREVIEW_ENV)
                 if not fits:
                     result["skipped"] = (
-                        f"up: {running} running containers x {per_container_mb:.0f} MB > "
+                        f"up: {up_running} running containers x {per_container_mb:.0f} MB > "
                         f"{MEMORY_SHARE:.0%} of {available_mb()} MB available"
                         if per_container_mb
-                        else f"up: {running} running containers before any size measured their memory"
+                        else f"up: {up_running} running containers before any size measured their memory"
                     )
                     return result
-                cores, have = check_cores(lay, per_task), os.cpu_count() or 1
+                cores, have = check_cores(plan, per_task), os.cpu_count() or 1
                 if cores > CPU_SHARE * have:
                     result["skipped"] = (
-                        f"up: the health checks of {running} running containers need ~{cores:.1f} cores > "
+                        f"up: the health checks of {up_running} running containers need ~{cores:.1f} cores > "
                         f"{CPU_SHARE:.0%} of {have}"
                     )
                     return result
@@ -783,7 +754,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
                 failures = []
                 order = [made.on(s) for s in made.stacks()]
                 try:  # first, while the subnet picked for it is still free
-                    ups = pulumi_up(order, lay.phases(per_task))
+                    ups = pulumi_up(order, plan.phases(per_task))
                     result["up"], result["up_mb"] = sum(t for t, _ in ups), max(mb for _, mb in ups)
                     if per_task:
                         result["up_parts"] = [round(t, 1) for t, _ in ups]
@@ -804,12 +775,12 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
 
                 # own names (of this run: a network Docker keeps must not stop the next run) and subnets (picked now),
                 # the same checkout
-                def side_layout(side: str) -> Layout:
+                def side_plan(side: str) -> ContainerPlan:
                     name = f"{side}{RUN}-w{workers}x{ntasks}"
-                    return layout(bench_profile(name, workers, ntasks, free_octet(), tmpdir / side), checkout)
+                    return container_plan(bench_profile(name, workers, ntasks, free_octet(), tmpdir / side), checkout)
 
-                plain = Plain(side_layout("plain"))
-                built += list(plain.lay.images())
+                plain = Plain(side_plan("plain"))
+                built += list(builds(plain.plan.profile))
                 try:
                     result["plain_build"] = plain.build()
                     result["plain_up"] = plain.up(per_task)
@@ -826,8 +797,8 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
                     cmd = None
                     failures.append(failed("compose", e))
                 if cmd and "plain_build" in result:
-                    other = side_layout("compose")
-                    images = {s.image: s2.image for (_, s), (_, s2) in zip(other.containers, plain.lay.containers)}
+                    other = side_plan("compose")
+                    images = {c.spec.image: c2.spec.image for c, c2 in zip(other.containers, plain.plan.containers)}
                     compose = Compose(other, images, tmpdir, cmd)
                     try:
                         result["compose_up"] = compose.up(per_task)
@@ -840,7 +811,7 @@ def bench(workers: int, ntasks: int, per_container_mb: float | None, per_task: b
                 if failures:
                     result["skipped"] = "; ".join(failures)
             finally:
-                remove_leftovers(lay, built)
+                remove_leftovers(plan, built)
     return result
 
 
@@ -920,9 +891,9 @@ def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
                 "agensh:llm_upstream": f"http://omcgitea-{stack}-model:8080"
             }
         with bench_stack(tmpdir, stack, config, PRIVATE["standin"]) as made:
-            lay = layout(config, made.proj / DEMO_CHECKOUT)
+            plan = container_plan(config, made.proj / DEMO_CHECKOUT)
             try:
-                tag_cleanrooms(lay, lab)
+                tag_cleanrooms(plan.profile, lab)
                 result["preview"] = made.preview()["preview"]
                 try:
                     result["up"], _, _ = made.timed("up", "--yes", "--skip-preview")
@@ -930,7 +901,7 @@ def pulumi_only(workers: int, lab: swarm_lab.Lab | None) -> dict[str, Any]:
                     result["destroy"], _, _ = made.timed("destroy", "--yes", "--skip-preview")
             finally:
                 if not lab:
-                    remove_leftovers(lay, [])
+                    remove_leftovers(plan, [])
     return result
 
 

@@ -9,39 +9,40 @@ from pathlib import Path
 import yaml
 
 from components.experiment import Experiment
+from model.container_plan import ContainerPlan
 from scripts.lab import bench
 from tests.components.conftest import checkout, secrets
 
 CONTAINER = "docker:index/container:Container"
 
 
-def bare_layout(tmp: Path) -> bench.Layout:
+def bare_plan(tmp: Path) -> ContainerPlan:
     config = bench.bench_profile("bench-order", workers=3, ntasks=2, octet=201, data=tmp / "data")
-    return bench.layout(config, checkout(tmp / "checkout"))
+    return bench.container_plan(config, checkout(tmp / "checkout"))
 
 
 def test_plain_side_waits_for_what_each_container_depends_on(tmp_path: Path, run_program):
-    lay = bare_layout(tmp_path)
-    regs = run_program(lambda: Experiment("experiment", lay.p, secrets(), project_dir=tmp_path).images.ids)
+    plan = bare_plan(tmp_path)
+    regs = run_program(lambda: Experiment("experiment", plan.profile, secrets(), project_dir=tmp_path).images.ids)
     name_of = {r.urn: r.inputs["name"] for r in regs.values() if r.type == CONTAINER}
     declared = {
         r.inputs["name"]: {name_of[u] for u in r.deps if u in name_of} for r in regs.values() if r.type == CONTAINER
     }
-    assert len(declared) == len(lay.containers) == 8 + 2 * 3 * 2  # platform with the demo's model, 2 tasks x 3 x 2
-    for c, _ in lay.containers:
-        assert set(lay.deps(c)) == declared[c.name], c.name
-    assert set(lay.deps(lay.containers[-1][0])) >= {"omcgitea-bench-order-bootstrap", "omcgitea-bench-order-mysql"}
+    assert len(declared) == len(plan.containers) == 8 + 2 * 3 * 2  # platform with the demo's model, 2 tasks x 3 x 2
+    for c in plan.containers:
+        assert set(bench.deps(c)) == declared[c.name], c.name
+    assert set(bench.deps(plan.containers[-1])) >= {"omcgitea-bench-order-bootstrap", "omcgitea-bench-order-mysql"}
 
 
 def test_compose_file_has_the_same_order_and_waits(tmp_path: Path):
-    lay = bare_layout(tmp_path)
-    bench.Compose(lay, {s.image: s.image for _, s in lay.containers}, tmp_path, ["docker-compose"])
+    plan = bare_plan(tmp_path)
+    bench.Compose(plan, {c.spec.image: c.spec.image for c in plan.containers}, tmp_path, ["docker-compose"])
     spec = yaml.safe_load((tmp_path / "compose.yaml").read_text())
     assert all(n["internal"] for n in spec["networks"].values())
     worker = spec["services"]["omcgitea-bench-order-lua-lua-c6b4848-worker-1"]
     assert worker["depends_on"]["omcgitea-bench-order-bootstrap"] == {"condition": "service_completed_successfully"}
     assert worker["depends_on"]["omcgitea-bench-order-gitea"] == {"condition": "service_healthy"}
-    assert set(worker["depends_on"]) == set(lay.deps(next(c for c, _ in lay.containers if c.name.endswith("worker-1"))))
+    assert set(worker["depends_on"]) == set(bench.deps(next(c for c in plan.containers if c.name.endswith("worker-1"))))
     assert spec["services"]["omcgitea-bench-order-gitea"]["depends_on"] == {
         "omcgitea-bench-order-mysql": {"condition": "service_healthy"}
     }
@@ -84,7 +85,7 @@ def test_a_size_whose_health_checks_need_the_machine_is_not_started(tmp_path: Pa
 
     def cores(workers: int, ntasks: int) -> float:
         config = bench.bench_profile(f"bench-w{workers}x{ntasks}", workers, ntasks, octet=201, data=tmp_path / "d")
-        return bench.check_cores(bench.layout(config, checkout(tmp_path / "checkout")))
+        return bench.check_cores(bench.container_plan(config, checkout(tmp_path / "checkout")))
 
     platform = cores(1, 1) - bench.HEALTH_CHECK_CPU_S / 30  # one router
     assert abs(cores(128, 5) - (platform + 640 * bench.HEALTH_CHECK_CPU_S / 30)) < 1e-9
