@@ -18,18 +18,14 @@ from model import step_inputs as si
 from model.checkout import KICKOFF, revision
 from model.parts import WHOLE, Part
 from model.profile import Profile
-from model.roles import ROLES
 from model.rundir import CopyDir, ProfileDir, RunDir
 from model.services import operator_url, ready_url, spec
 from model.topology import Layout
 
-from .containers import Declare, declarer, network_names
+from .engine import Engine, OneHost, engine_of
 from .host_units import HostUnits
-from .images import Images
-from .networks import Networks
 from .platform import Platform
 from .step_resources import Step
-from .swarm import Swarm
 from .team import Team
 
 
@@ -56,14 +52,10 @@ class Experiment(pulumi.ComponentResource):
         self.data_inputs = si.ProfileDataInputs(
             profile_dir=str(ProfileDir.of(p).path), profile=p.profile, traj_root=p.traj_root
         )
-        self.swarm: Swarm | None = None
         self.host_units: HostUnits | None = None
         self.units: list[HostUnits] = []  # the slice and guard every container waits for: this host's, each node's
-        self.networks: Networks | None = None
-        self.images: Images | None = None
-        self.docker_env: dict[str, str] = {}
         self.teams: list[Team] = []
-        self.nodes: Step | None = None  # a swarm's nodes prepared
+        self.nodes: Step | None = None  # the engine's hosts readied (a swarm's nodes)
         self.run = step_graph.Run.of(p)
         self.made: dict[tuple[str, str | None], list[pulumi.Resource]] = {}  # (node, its task) -> its resources
         self.manifest_inputs = si.ManifestInputs(
@@ -76,9 +68,14 @@ class Experiment(pulumi.ComponentResource):
             copy_dir=self.copy_dir,
             start_at=p.start_at,
         )
+        # where the containers run (components/engine.py); a task's stack joins what the platform's stack made
+        self.engine: Engine = (
+            engine_of(name, p, layout, secrets, self.checkout, self.revision, self.opts, self)
+            if part.platform
+            else OneHost.joined(name, p, layout, secrets)
+        )
+        self.images, self.declare = self.engine.images, self.engine.declare
         data = self._platform_resources() if part.platform else None
-        if not part.platform:  # a task's stack: the platform's stack made the networks and images
-            self.declare: Declare = declarer(p, layout.network_names, secrets, None)
         if not p.run_steps:  # the bare topology: services after the host units, each team after the services
             after: list[pulumi.Resource] = []
             if data is not None:
@@ -116,47 +113,24 @@ class Experiment(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
     def _platform_resources(self) -> Step:
-        """The profile's data step, the engine, host units, networks and images; returns the data step."""
-        name, p, layout, secrets = self.name, self.p, self.layout, self.secrets
+        """The profile's data step, the host units, the engine's hosts readied; returns the data step."""
+        name, p = self.name, self.p
         data = Step(name, steps.PROFILE_DATA, self.data_inputs, self.opts())
-        # the engine: this host's Docker, or a swarm through its manager (components/swarm.py)
-        self.swarm = (
-            Swarm(f"{name}-swarm", p, layout, secrets, self.checkout, self.opts()) if p.engine == "swarm" else None
-        )
         if p.host_units != "off":
             key = Path(p.ssh_key_path).expanduser().read_text() if p.ssh_key_path else None
             ssh_key = pulumi.Output.secret(key) if key else None
             self.host_units = HostUnits(f"{name}-host", p, self.opts(), ssh_key)
-            self.units = [self.host_units, *(self.swarm.host_units(ssh_key, self.opts()) if self.swarm else [])]
-        self.docker_env = {"DOCKER_HOST": self.swarm.s.docker_host} if self.swarm else {}
-        engine = (
-            self.opts()
-            if self.swarm is None
-            else pulumi.ResourceOptions(parent=self, providers={"docker": self.swarm.provider})
-        )
-        self.networks = Networks(f"{name}-net", p, layout, self.opts()) if self.swarm is None else None
-        self.images = Images(f"{name}-images", p, self.checkout, self.revision, engine)
-        if self.swarm is not None:
-            self.swarm.publish(self.images)
-            self.nodes = self.swarm.prepare_nodes(data, self.opts(data))
-            self.declare = self.swarm.declare
-        else:
-            assert self.networks is not None
-            self.declare = declarer(p, network_names(self.networks), secrets, self.images)
+            self.units = [self.host_units, *self.engine.node_units(ssh_key, self.opts())]
+        self.nodes = self.engine.prepare(data, self.opts)
         return data
 
     def _platform_outputs(self) -> dict[str, Any]:
-        p, layout = self.p, self.layout
-        assert self.images is not None
+        assert self.engine.images is not None
         return {
-            "networks": {k: str(n) for k, n in layout.networks.items()},
-            "addresses": {c.name: c.addresses for c in layout.placements}
-            if self.swarm is None
-            else {},  # a swarm's services have names, no fixed addresses
-            **({"nodes": {c.name: self.swarm.on(c).name for c in layout.placements}} if self.swarm else {}),
-            "ports": p.ports,
-            "images": self.images.ids,
-            **({"registry_digests": self.swarm.digests} if self.swarm else {}),
+            "networks": {k: str(n) for k, n in self.layout.networks.items()},
+            **self.engine.outputs(),
+            "ports": self.p.ports,
+            "images": self.engine.images.ids,
             "host_units": self.host_units.receipt if self.host_units else "off",
         }
 
@@ -176,7 +150,7 @@ class Experiment(pulumi.ComponentResource):
             self.made.update(
                 {
                     (n.suffix, None): [r]
-                    for n, r in ((step_graph.NETWORKS, self.networks), (step_graph.IMAGES, self.images))
+                    for n, r in ((step_graph.NETWORKS, self.engine.networks), (step_graph.IMAGES, self.engine.images))
                     if r
                 }
             )
@@ -234,14 +208,14 @@ class Experiment(pulumi.ComponentResource):
                 si.preflight_host(p, self.layout, self.checkout, self.revision),
                 once_per_run=p.run_id,
                 late={"host_units_receipt": self.host_units.receipt} if self.host_units else None,
-                env=self.docker_env,
+                env=self.engine.docker_env,
             ),
             steps.MANIFEST_START.suffix: lambda _: self._step(
                 steps.MANIFEST_START,
                 None,
                 self.manifest_inputs,
                 once_per_run=p.run_id,
-                late={"images": self._image_ids()},
+                late={"images": self.engine.image_ids()},
             ),
             step_graph.MODEL_PATH.suffix: lambda _: self._platform(),
             steps.PREFLIGHT_PLATFORM.suffix: lambda _: self._step(
@@ -279,13 +253,6 @@ class Experiment(pulumi.ComponentResource):
             return self._step(step, task, inputs, **kw)
 
         return build
-
-    def _image_ids(self) -> pulumi.Output[dict[str, str]]:
-        """Each image's id; on a swarm, the registry digest each node ran, not the manager's id."""
-        assert self.images is not None
-        if self.swarm is None:
-            return self.images.ids
-        return pulumi.Output.all(self.images.ids, self.swarm.digests).apply(lambda both: {**both[0], **both[1]})
 
     def _platform(self) -> list[pulumi.Resource]:
         """The platform services, the model check declared between the model path and the rest (it is the gate)."""
@@ -384,15 +351,6 @@ class Experiment(pulumi.ComponentResource):
                 f"receipt in {rd.path}); launch the profile with `make up STACK=<its stack>` (scripts/cli/launch.py)"
             )
 
-    def _platform_containers(self) -> list[str]:
-        """The platform's long-running containers (not the one-shot bootstrap), by name."""
-        return [c.name for c in self.layout.placements if not ROLES[c.role].per_task and not spec(self.p, c).one_shot]
-
-    def _routers(self, task: str) -> dict[str, str]:
-        """Each worker of a task, and its router, by name."""
-        routers = {c.index: c.name for c in self.layout.members(task, "router")}
-        return {w.name: routers[w.index] for w in self.layout.members(task, "worker")}
-
     def _archives(self, task: str) -> dict[str, str]:
         """Each agent of a task, and the directory its archive is sealed into in this run."""
         pd = ProfileDir.of(self.p)
@@ -427,14 +385,14 @@ class Experiment(pulumi.ComponentResource):
 
     def _task_step(self, step: steps.StepDef, task: str) -> tuple[BaseModel, dict[str, Any]]:
         """A task's step: its inputs, and its resource's secrets, variables and triggers."""
-        p, secrets, swarm = self.p, self.secrets, self.swarm is not None
+        p, secrets, services, docker_env = self.p, self.secrets, self.engine.services, self.engine.docker_env
         pd = ProfileDir.of(p)
         workers = [c.name for c in self.layout.members(task, "worker")]
         archives = dict(zip(workers, self._archives(task).values()))  # worker name -> its archive directory
         agents = dict(zip(workers, self._archives(task)))  # worker name -> its agent id
         gitea = {"secrets": {"AGENSH_GITEA_PASSWORD": secrets["gitea_admin_password"]}}
         chat = {"secrets": {"AGENSH_MATTERMOST_PASSWORD": secrets["mattermost_admin_password"]}}
-        docker = {"env": self.docker_env}
+        docker = {"env": docker_env}
         per_attempt = {"triggers": [p.eval_attempt]}
         base = {"run_dir": self.run_dir, "task_id": task}
         mattermost = {**base, "mattermost_url": operator_url(p, "mattermost"), "mattermost_user": contract.ADMIN_USER}
@@ -448,9 +406,9 @@ class Experiment(pulumi.ComponentResource):
             return si.WakeInputs(
                 **base,
                 workers=dict(zip(archives, p.task_budget.worker_offsets)),
-                services=swarm,
+                services=services,
                 ready=self._ready(task),
-                routers={} if swarm else self._routers(task),
+                routers=self.engine.routers(task),
             ), docker
         if step == steps.KICKOFF:
             return si.KickoffInputs(
@@ -460,7 +418,7 @@ class Experiment(pulumi.ComponentResource):
                 kickoff_s=p.task_budget.kickoff_s,
                 workers=agents,
                 copilot_version=p.copilot_version,
-                services=swarm,
+                services=services,
                 convention=p.checkout_convention,
             ), {**chat, **docker}
         if step == steps.EXPORT:
@@ -473,9 +431,9 @@ class Experiment(pulumi.ComponentResource):
                 workers=agents,
                 idle_nudge_s=p.idle_nudge_s,
                 idle_check_s=p.idle_check_s,
-                services=swarm,
-                platform=[] if swarm else self._platform_containers(),
-                routers={} if swarm else self._routers(task),
+                services=services,
+                platform=self.engine.restartable(),
+                routers=self.engine.routers(task),
                 convention=p.checkout_convention,
             ), {**chat, **docker}
         if step == steps.SHUTDOWN:
@@ -484,9 +442,9 @@ class Experiment(pulumi.ComponentResource):
                 grace_s=p.export_grace_s,
                 workers=archives,
                 routers=[c.name for c in self.layout.members(task, "router")],
-                services=swarm,
+                services=services,
                 convention=p.checkout_convention,
-            ), {**docker, "late": {"collect": self.swarm.archives(task)} if self.swarm else None}
+            ), {**docker, "late": {"collect": c} if (c := self.engine.collect(task)) else None}
         if step == steps.BASELINE_SEED:
             return si.BaselineSeedInputs(
                 **baseline,

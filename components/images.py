@@ -39,7 +39,9 @@ class Images(pulumi.ComponentResource):
         checkout: Path,
         revision: str | None,
         opts: pulumi.ResourceOptions | None = None,
+        build_network: str | None = None,
     ):
+        """`build_network`: the network a build's steps run on (a swarm manager's own, where it has one)."""
         super().__init__("agensh:index:Images", name, None, opts)
         p = profile
 
@@ -62,7 +64,7 @@ class Images(pulumi.ComponentResource):
                     no_cache=p.uncached,
                     build_args=b.args or None,
                     label=build_labels(p, image, revision),  # `label`: the bridged provider applies it, `labels` not
-                    network_mode=p.swarm.build_network if p.swarm else None,
+                    network_mode=build_network,
                 ),
                 triggers={
                     "context": context_digest(context),
