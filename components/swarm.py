@@ -28,7 +28,7 @@ import pulumi_docker as docker
 
 from model import contract, steps
 from model import step_inputs as si
-from model.container_plan import MODEL_SECRET_KEY, ContainerPlan, PlannedContainer, on_node
+from model.container_plan import MIB, MODEL_SECRET_KEY, ContainerPlan, PlannedContainer, on_node
 from model.profile import Profile
 from model.project import SCRIPTS
 from model.rundir import ProfileDir
@@ -347,7 +347,7 @@ class Swarm(pulumi.ComponentResource):
                 networks_advanceds=attach,
                 placement=docker.ServiceTaskSpecPlacementArgs(constraints=[contract.node_constraint(planned.node)]),
                 resources=docker.ServiceTaskSpecResourcesArgs(
-                    limits=docker.ServiceTaskSpecResourcesLimitsArgs(memory_bytes=s.memory_mb * 1024 * 1024)
+                    limits=docker.ServiceTaskSpecResourcesLimitsArgs(memory_bytes=s.memory_mb * MIB)
                 )
                 if s.memory_mb
                 else None,

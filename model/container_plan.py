@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from . import contract, placement
 from .profile import Profile
 from .roles import ROLES
-from .services import ServiceSpec, spec
+from .services import Mount, ServiceSpec, spec
 from .settings import SwarmNode
 from .topology import Layout, Placement, platform_placements
 
@@ -232,3 +232,120 @@ class ContainerPlan:
         if not per_task:
             return [self.containers]
         return [tuple(c for c in self.containers if c.placement.task == t) for t in (None, *self.profile.tasks)]
+
+
+# --- read back: a declared container in the plan's own records (the policy pack's view) -----------------------------
+@dataclass(frozen=True)
+class Port:
+    """A published port as declared: a container's on a host address (`ip`; absent: every address), a swarm
+    service's in a publish mode (host, or the routing mesh's ingress)."""
+
+    internal: int | None
+    external: int | None
+    ip: str | None = None
+    mode: str | None = None
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A container as its engine was given it, read back from the engine's view of the resource (camelCase names,
+    numbers as floats, values unknown at preview absent; what the policy pack sees): a docker.Container, or a swarm's
+    docker.Service as the container its task runs. The same records as the plan's (`Attachment`, services.`Mount`), so
+    what the renderers made of a PlannedContainer reads back the same from either engine."""
+
+    name: str | None
+    labels: dict[str, str]
+    user: str | None
+    env: dict[str, str]  # a service's model credential is a file: `<VAR>_FILE` here, the secret in `secrets`
+    memory_mb: float | None
+    command: tuple[str, ...]  # its arguments (a service's `args`)
+    networks: tuple[Attachment, ...]  # by name (a service's by id, unknown before the network exists)
+    mounts: tuple[Mount, ...]
+    ports: tuple[Port, ...]
+    network_mode: str | None = None
+    privileged: bool = False
+    secrets: tuple[str, ...] = ()  # a service's swarm secrets, by name
+    node: str | None = None  # a service's node (its placement constraint)
+
+    @property
+    def role(self) -> str | None:
+        return self.labels.get(contract.ROLE_LABEL)
+
+
+def label_map(props: Any) -> dict[str, str]:
+    """A resource's labels: the engine hands over proxies (mapping-like, not dict subclasses), so duck-typed."""
+    return {item.get("label"): item.get("value") for item in props.get("labels") or [] if hasattr(item, "get")}
+
+
+def env_entries(entries: Any) -> dict[str, str]:
+    """`NAME=value` entries (a container's `envs`) as a mapping."""
+    return dict(e.split("=", 1) for e in entries or [] if isinstance(e, str) and "=" in e)
+
+
+def _mounts(items: Any, host: str, target: str) -> tuple[Mount, ...]:
+    return tuple(Mount(str(m.get(host) or ""), str(m.get(target) or ""), bool(m.get("readOnly"))) for m in items or [])
+
+
+def node_of(props: Any) -> str | None:
+    """The node a service is pinned to, from its placement constraint (contract.node_constraint)."""
+    prefix = contract.node_constraint("")
+    for c in ((props.get("taskSpec") or {}).get("placement") or {}).get("constraints") or []:
+        if str(c).replace(" ", "").startswith(prefix):
+            return str(c).replace(" ", "")[len(prefix) :]
+    return None
+
+
+MIB = 1024 * 1024  # a service's memory ceiling is in bytes (the plan's in MB)
+
+
+def memory_bytes_mb(props: Any) -> float:
+    """A service's memory ceiling in MB (0 without one)."""
+    limits = ((props.get("taskSpec") or {}).get("resources") or {}).get("limits") or {}
+    return float(limits.get("memoryBytes") or 0) / MIB
+
+
+def declared_container(props: Any) -> Declared:
+    return Declared(
+        name=props.get("name"),
+        labels=label_map(props),
+        user=props.get("user"),
+        env=env_entries(props.get("envs")),
+        memory_mb=props.get("memory"),
+        command=tuple(props.get("command") or ()),
+        networks=tuple(
+            Attachment(n.get("name"), n.get("ipv4Address"), _tuple(n.get("aliases")))
+            for n in props.get("networksAdvanced") or []
+        ),
+        mounts=_mounts(props.get("volumes"), "hostPath", "containerPath"),
+        ports=tuple(
+            Port(pt.get("internal"), pt.get("external"), ip=pt.get("ip", "0.0.0.0")) for pt in props.get("ports") or []
+        ),
+        network_mode=props.get("networkMode"),
+        privileged=bool(props.get("privileged")),
+    )
+
+
+def declared_service(props: Any) -> Declared:
+    """A swarm service as the container it runs: its task's container spec, networks, resources and published
+    ports."""
+    task = props.get("taskSpec") or {}
+    spec_ = task.get("containerSpec") or {}
+    return Declared(
+        name=props.get("name"),
+        labels=label_map(props),
+        user=spec_.get("user"),
+        env={str(k): str(v) for k, v in (spec_.get("env") or {}).items()},
+        memory_mb=memory_bytes_mb(props) or None,
+        command=tuple(spec_.get("args") or ()),
+        networks=tuple(
+            Attachment(n.get("name") or n.get("id"), None, _tuple(n.get("aliases")))
+            for n in task.get("networksAdvanceds") or []
+        ),
+        mounts=_mounts(spec_.get("mounts"), "source", "target"),
+        ports=tuple(
+            Port(pt.get("targetPort"), pt.get("publishedPort"), mode=pt.get("publishMode", "ingress"))
+            for pt in (props.get("endpointSpec") or {}).get("ports") or []
+        ),
+        secrets=tuple(x.get("secretName") for x in spec_.get("secrets") or []),
+        node=node_of(props),
+    )

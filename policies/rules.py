@@ -28,7 +28,8 @@ from pulumi_policy import (
 )
 
 from model import contract, parts, placement
-from model.contract import KIND_LABEL, PROFILE_LABEL, ROLE_LABEL, SECRETISH, TASK_LABEL
+from model.container_plan import Declared, declared_container, declared_service, label_map
+from model.contract import KIND_LABEL, PROFILE_LABEL, SECRETISH, TASK_LABEL
 from model.profile import NAMESPACE, Profile
 from model.rundir import ProfileDir
 from model.stackfiles import policy_config_path
@@ -69,68 +70,22 @@ LABELLED = (CONTAINER, NETWORK, VOLUME, SERVICE)
 
 
 # --- reading properties ---------------------------------------------------------------------------
-def label_map(props: Mapping[str, Any]) -> dict[str, str]:
-    # The engine hands over proxies (mapping-like, not dict subclasses): duck-type them.
-    return {item.get("label"): item.get("value") for item in props.get("labels") or [] if hasattr(item, "get")}
-
-
-def role(props: Mapping[str, Any]) -> str | None:
-    return label_map(props).get(ROLE_LABEL)
-
-
-def env_map(props: Mapping[str, Any]) -> dict[str, str]:
-    out = {}
-    for entry in props.get("envs") or []:
-        if isinstance(entry, str) and "=" in entry:
-            key, value = entry.split("=", 1)
-            out[key] = value
-    return out
-
-
+# A container, or a swarm service, is read back into the container plan's own records (model/container_plan.py,
+# `Declared`): the rules read one shape, whichever engine runs it.
 @dataclass(frozen=True)
 class Viewed:
-    """A container, or a swarm service seen as the container it runs (the rules read containers' properties)."""
+    """A container, or a swarm service as the container it runs, by its resource's type and name."""
 
     resource_type: str
     name: str
-    props: Mapping[str, Any]
-
-
-def service_as_container(props: Mapping[str, Any]) -> dict[str, Any]:
-    """A docker.Service's properties in the shape of a docker.Container's: labels, environment, user, memory
-    ceiling, command, networks, mounts and published ports of its task."""
-    task = props.get("taskSpec") or {}
-    spec = task.get("containerSpec") or {}
-    env = spec.get("env") or {}
-    return {
-        "name": props.get("name"),
-        "labels": props.get("labels") or [],
-        "user": spec.get("user"),
-        "envs": [f"{k}={v}" for k, v in env.items()],
-        "memory": service_memory_mb(props) or None,
-        "command": list(spec.get("args") or []),
-        "networksAdvanced": [{"name": n.get("name") or n.get("id")} for n in task.get("networksAdvanceds") or []],
-        "volumes": [
-            {"hostPath": m.get("source"), "containerPath": m.get("target"), "readOnly": m.get("readOnly")}
-            for m in spec.get("mounts") or []
-        ],
-        "ports": [
-            {
-                "internal": pt.get("targetPort"),
-                "external": pt.get("publishedPort"),
-                "mode": pt.get("publishMode", "ingress"),
-            }
-            for pt in (props.get("endpointSpec") or {}).get("ports") or []
-        ],
-        "secrets": [x.get("secretName") for x in spec.get("secrets") or []],
-    }
+    c: Declared
 
 
 def view(resource_type: str, name: str, props: Mapping[str, Any]) -> Viewed | None:
     if resource_type == CONTAINER:
-        return Viewed(resource_type, name, props)
+        return Viewed(resource_type, name, declared_container(props))
     if resource_type == SERVICE:
-        return Viewed(resource_type, name, service_as_container(props))
+        return Viewed(resource_type, name, declared_service(props))
     return None
 
 
@@ -168,8 +123,8 @@ def _subnet_capacity(args: StackValidationArgs, report: Report) -> None:
     reserve = int(args.get_config().get("reserve", contract.ADDRESS_RESERVE))
     attached: Counter[str] = Counter()
     for c in containers(args):
-        for n in c.props.get("networksAdvanced") or []:
-            attached[n.get("name")] += 1
+        for n in c.c.networks:
+            attached[n.network] += 1
     for r in args.resources:
         if r.resource_type != NETWORK:
             continue
@@ -210,8 +165,8 @@ def _subnets(args: StackValidationArgs, report: Report) -> None:
                 report(f"networks {a!r} ({nets[a]}) and {b!r} ({nets[b]}) overlap; give each its own subnet.")
     seen: dict[tuple[str, str], str] = {}
     for c in containers(args):
-        for n in c.props.get("networksAdvanced") or []:
-            addr, net = n.get("ipv4Address"), n.get("name")
+        for n in c.c.networks:
+            addr, net = n.address, n.network
             if not addr or net not in nets:
                 continue
             if ipaddress.IPv4Address(addr) not in nets[net]:
@@ -232,42 +187,40 @@ subnets_disjoint = _policy(
 # --- 3: worker isolation -------------------------------------------------------------------------------
 def _worker_isolation(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
-    if v is None or role(v.props) != "worker":
+    if v is None or v.c.role != "worker":
         return
-    p, cfg = v.props, args.get_config()
-    profile = label_map(p).get(PROFILE_LABEL) or ""
+    p, cfg = v.c, args.get_config()
+    profile = p.labels.get(PROFILE_LABEL) or ""
     data_dirs = [cfg.get("dataDir"), *(cfg.get("nodeDataDirs") or [])]  # a swarm's nodes may keep data elsewhere
     internal = contract.resource_name(profile, "internal")
-    nets = [n.get("name") for n in p.get("networksAdvanced") or []]
+    nets = [n.network for n in p.networks]
     # a swarm service names its networks by id, unknown to the pack before they exist: one network, by count
     if (len(nets) != 1) if v.resource_type == SERVICE else (nets != [internal]):
         report(
             f"{_name(args)} joins {len(nets)} networks ({', '.join(map(str, nets)) or 'none'}); a worker joins the "
             f"internal team network {internal!r} only."
         )
-    if p.get("networkMode") not in (None, "", "bridge"):
-        report(
-            f"{_name(args)} uses network mode {p.get('networkMode')!r}; a worker joins the internal team network only."
-        )
-    if p.get("ports"):
+    if p.network_mode not in (None, "", "bridge"):
+        report(f"{_name(args)} uses network mode {p.network_mode!r}; a worker joins the internal team network only.")
+    if p.ports:
         report(f"{_name(args)} publishes ports; workers publish none.")
-    if p.get("privileged"):
+    if p.privileged:
         report(f"{_name(args)} is privileged; workers never are.")
-    if p.get("user") != contract.WORKER_USER:
+    if p.user != contract.WORKER_USER:
         report(
-            f"{_name(args)} runs as {p.get('user') or 'the image default (often root)'}; workers run as "
+            f"{_name(args)} runs as {p.user or 'the image default (often root)'}; workers run as "
             f"{contract.WORKER_USER} (set user)."
         )
-    for m in p.get("volumes") or []:
-        host = str(m.get("hostPath") or "")
-        if "docker.sock" in f"{host}{m.get('containerPath', '')}":
+    for m in p.mounts:
+        host = m.host_path
+        if "docker.sock" in f"{host}{m.container_path}":
             report(f"{_name(args)} mounts the Docker socket; workers must not control Docker.")
         elif host.rstrip("/") in ("", *contract.SYSTEM_DIRS) or host == "/":
             report(
                 f"{_name(args)} mounts the host's {host or '/'}; workers mount only the profile's data and "
                 "read-only prompts."
             )
-        elif not m.get("readOnly") and not any(ProfileDir.holds_data(host, profile, d) for d in data_dirs):
+        elif not m.read_only and not any(ProfileDir.holds_data(host, profile, d) for d in data_dirs):
             report(f"{_name(args)} mounts {host} writable, outside the profile's data; workers write only there.")
 
 
@@ -289,12 +242,12 @@ def _memory(args: ResourceValidationArgs, report: Report) -> None:
         return
     cfg = args.get_config()
     contract_max = {"worker": contract.WORKER_MEMORY_MAX_GIB, "router": contract.ROUTER_MEMORY_MAX_GIB}
-    r = role(v.props)
+    r = v.c.role
     if r not in contract_max:
         return
     # the profile's own ceiling (policy config from new_stack), never above the contract's
     limit_mb = min(cfg.get(f"{r}MaxMb") or contract_max[r] * contract.GIB_MB, contract_max[r] * contract.GIB_MB)
-    memory = v.props.get("memory")
+    memory = v.c.memory_mb
     problem = contract.memory_problem(r, memory, contract_max[r])
     if problem is None and memory is not None and memory > limit_mb:  # no problem: the memory is there
         problem = f"the {r} may use {memory:.0f} MB; the profile's {r} ceiling is {limit_mb:.0f} MB"
@@ -318,16 +271,16 @@ def _credentials(args: StackValidationArgs, report: Report) -> None:
     model_values, secret_values = set(), set()
     cs = containers(args)
     for c in cs:
-        for key, value in env_map(c.props).items():
+        for key, value in c.c.env.items():
             if len(value) >= 8 and SECRETISH.search(key):
                 secret_values.add(value)
                 if key in contract.MODEL_CREDENTIAL_ENVS:
                     model_values.add(value)
     for c in cs:
-        r, env = role(c.props), env_map(c.props)
-        if c.props.get("secrets") and r not in allowed:
+        r, env = c.c.role, c.c.env
+        if c.c.secrets and r not in allowed:
             report(
-                f"service {c.name!r} ({r}) is given the swarm secret(s) {c.props['secrets']}; only the "
+                f"service {c.name!r} ({r}) is given the swarm secret(s) {list(c.c.secrets)}; only the "
                 "egress proxy holds the model credential."
             )
         for key, value in env.items():
@@ -370,22 +323,21 @@ def _loopback_ports(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None:
         return
-    ports = v.props.get("ports") or []
-    if ports and label_map(v.props).get(KIND_LABEL) == "baseline":
+    ports = v.c.ports
+    if ports and v.c.labels.get(KIND_LABEL) == "baseline":
         report(f"{_name(args)} belongs to a baseline, which publishes no host port; remove its ports.")
     if v.resource_type == SERVICE:  # swarm cannot bind 127.0.0.1: host mode, on the node the service is pinned to
         for port in ports:
-            if port.get("mode") != "host" or service_node(args.props) is None:
+            if port.mode != "host" or v.c.node is None:
                 report(
-                    f"{_name(args)} publishes port {port.get('external')} in {port.get('mode')} mode; a swarm "
+                    f"{_name(args)} publishes port {port.external} in {port.mode} mode; a swarm "
                     "service publishes operator ports in host mode, pinned to the manager (never the routing mesh)."
                 )
         return
     for port in ports:
-        ip = port.get("ip", "0.0.0.0")
-        if ip != "127.0.0.1":
+        if port.ip != "127.0.0.1":
             report(
-                f"{_name(args)} publishes port {port.get('external')} on {ip}; operator ports bind "
+                f"{_name(args)} publishes port {port.external} on {port.ip}; operator ports bind "
                 "127.0.0.1 only (set ip='127.0.0.1')."
             )
 
@@ -442,18 +394,18 @@ def _team_limits(args: StackValidationArgs, report: Report) -> None:
     each with its router) and TASKS (every task's agents join the chat): the bootstrap sits beside Mattermost and MySQL
     in the platform, and with a stack per task no stack holds every task's workers and routers to count."""
     cfg = args.get_config()
-    by_role = {role(c.props): c for c in containers(args)}
-    registers = env_map(by_role["bootstrap"].props) if "bootstrap" in by_role else {}
+    by_role = {c.c.role: c for c in containers(args)}
+    registers = by_role["bootstrap"].c.env if "bootstrap" in by_role else {}
     workers = int(registers.get("WORKERS", 0))
     holder = {"mm_max_users_per_team": by_role.get("mattermost"), "mysql_max_connections": by_role.get("mysql")}
     mm, mysql = holder["mm_max_users_per_team"], holder["mysql_max_connections"]
-    flags = [a for a in (mysql.props.get("command") or [] if mysql else []) if str(a).startswith("--max-connections=")]
+    flags = [a for a in (mysql.c.command if mysql else ()) if str(a).startswith("--max-connections=")]
     problems = contract.team_limit_problems(
         workers=workers,
         tasks=len(registers.get("TASKS", "").split()),
         routers=workers,
         administrators=int(cfg.get("administrators", profile_default("administrators"))),
-        mm_max_users=int(env_map(mm.props).get("MM_TEAMSETTINGS_MAXUSERSPERTEAM", contract.MM_DEFAULT_MAX_USERS))
+        mm_max_users=int(mm.c.env.get("MM_TEAMSETTINGS_MAXUSERSPERTEAM", contract.MM_DEFAULT_MAX_USERS))
         if mm
         else contract.MM_DEFAULT_MAX_USERS,
         mysql_max_connections=int(flags[-1].split("=", 1)[1]) if flags else contract.MYSQL_DEFAULT_MAX_CONNECTIONS,
@@ -477,9 +429,9 @@ team_limits = _policy(
 # --- 9: model settings ----------------------------------------------------------------------------------------
 def _model(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
-    if v is None or role(v.props) not in ("egress-proxy", "worker"):
+    if v is None or v.c.role not in ("egress-proxy", "worker"):
         return
-    cfg, env = args.get_config(), env_map(v.props)
+    cfg, env = args.get_config(), v.c.env
     models = cfg.get("allowedModels", [contract.PINNED_MODEL])
     efforts = cfg.get("allowedEfforts", [contract.PINNED_EFFORT])
     if "MODEL" in env and env["MODEL"] not in models:
@@ -535,20 +487,6 @@ labels_present = _policy(
 
 
 # --- 11: the swarm plan fits its nodes --------------------------------------------------------------------------
-def service_node(props: Mapping[str, Any]) -> str | None:
-    """The node a service is pinned to, from its placement constraint (contract.node_constraint)."""
-    prefix = contract.node_constraint("")
-    for c in ((props.get("taskSpec") or {}).get("placement") or {}).get("constraints") or []:
-        if str(c).replace(" ", "").startswith(prefix):
-            return str(c).replace(" ", "")[len(prefix) :]
-    return None
-
-
-def service_memory_mb(props: Mapping[str, Any]) -> float:
-    limits = ((props.get("taskSpec") or {}).get("resources") or {}).get("limits") or {}
-    return float(limits.get("memoryBytes") or 0) / (1024 * 1024)
-
-
 def _swarm_placement(args: StackValidationArgs, report: Report) -> None:
     """Every service is pinned to a node of the profile; per node and task, the members' memory ceilings, the CPUs
     they count for and the pairs (plus the platform where it runs) fit the node, by placement.fit_problem."""
@@ -568,7 +506,8 @@ def _swarm_placement(args: StackValidationArgs, report: Report) -> None:
     loads: dict[tuple[str, str | None], placement.Load] = {}
     platform_on: set[str] = set()
     for r in services:
-        node, r_role, task = service_node(r.props), role(r.props), label_map(r.props).get(TASK_LABEL)
+        d = declared_service(r.props)
+        node, r_role, task = d.node, d.role, d.labels.get(TASK_LABEL)
         if node is None:
             report(
                 f"service {r.name!r} has no placement constraint {contract.node_constraint('<node>')}; the plan "
@@ -579,7 +518,7 @@ def _swarm_placement(args: StackValidationArgs, report: Report) -> None:
             report(f"service {r.name!r} is pinned to node {node!r}, which the profile's swarm does not list.")
             continue
         if r_role in cpus:
-            load = placement.Load(round(service_memory_mb(r.props)), cpus[r_role], int(r_role == "worker"))
+            load = placement.Load(round(d.memory_mb or 0), cpus[r_role], int(r_role == "worker"))
             loads[(node, task)] = loads.get((node, task), placement.Load()) + load
         elif task is None:
             platform_on.add(node)
