@@ -49,7 +49,7 @@ class StepDef:
     after: tuple[str, ...] = ()
     when: When = "always"
     phase: str = ""  # a task's phase in `make status` once this step is done (scripts/cli/status.py)
-    does: str = ""  # what it does, for the table in docs/design.md (generated: model/step_graph.py)
+    does: str = ""  # what it does, for the table in docs/design.md (scripts/cli/graph_table.py)
 
     @property
     def suffix(self) -> str:

@@ -32,6 +32,7 @@ COMMANDS = {
     "plan": Entry("plan", "The hosts a swarm profile needs and what runs where."),
     "report": Entry("report", "One self-contained HTML page of one or more runs."),
     "settings": Entry("settings_table", "The profile settings as a Markdown table."),
+    "steps": Entry("graph_table", "The step graph as a Markdown table."),
     "baseline-from-json": Entry("baseline_from_json", "A baseline stack from the standalone baseline.json."),
     "migrate-steps": Entry("migrate_steps", "Move a profile's stacks to the step commands of today."),
 }

@@ -27,6 +27,7 @@ COMMANDS = [
     "plan",
     "report",
     "settings",
+    "steps",
     "baseline-from-json",
     "migrate-steps",
 ]

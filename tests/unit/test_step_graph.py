@@ -9,6 +9,8 @@ import pytest
 
 from model import step_graph as g
 from model import steps
+from model.project import ROOT
+from scripts.cli import graph_table
 
 RUNS = [
     g.Run(kind, engine, evaluated, units)  # type: ignore[arg-type]
@@ -82,8 +84,8 @@ def test_status_phases_are_the_task_steps_latest_first():
 
 
 def test_the_design_docs_table_is_the_graphs():
-    """docs/design.md's table is generated; regenerate it with `python -m model.step_graph --write`."""
-    text = g.DOC.read_text()
-    assert g.doc_with_table(text) == text, "docs/design.md's step graph is stale: python -m model.step_graph --write"
+    """docs/design.md's table is generated: `.venv/bin/python -m scripts.cli steps --update docs/design.md`."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    assert graph_table.with_table(text) == text, "docs/design.md's step graph is stale: scripts.cli steps --update"
     for item in g.ITEMS:
         assert f"| `{item.suffix}` |" in text
