@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,21 @@ from .swarm import Swarm
 Opts = Callable[..., pulumi.ResourceOptions]  # the experiment's options: its child, after the resources given
 
 
+@dataclass(frozen=True)
+class EngineArgs:
+    """What an engine is made from: the experiment's name, profile, layout and secrets, the checkout its images are
+    built from, and the experiment's options (its resources are the experiment's children)."""
+
+    name: str
+    p: Profile
+    layout: Layout
+    secrets: dict[str, pulumi.Output[str]]
+    checkout: Path
+    revision: str | None
+    opts: Opts
+    parent: pulumi.Resource
+
+
 class Engine(ABC):
     """What the experiment needs of the engine; the resources are its children, under the names they always had."""
 
@@ -43,8 +59,8 @@ class Engine(ABC):
     services = False
     docker_env: dict[str, str] = {}  # how a step reaches the engine's Docker API (plain variables)
 
-    def __init__(self, name: str, p: Profile, layout: Layout) -> None:
-        self.name, self.p, self.layout = name, p, layout
+    def __init__(self, p: Profile, layout: Layout) -> None:
+        self.p, self.layout = p, layout
 
     def node_units(self, ssh_key: pulumi.Input[str] | None, opts: pulumi.ResourceOptions) -> list[HostUnits]:
         """The slice and guard of the engine's other hosts (this host's are the experiment's)."""
@@ -80,32 +96,23 @@ class Engine(ABC):
 class OneHost(Engine):
     """This host's Docker: containers on the profile's networks, with fixed addresses."""
 
-    def __init__(self, name: str, p: Profile, layout: Layout, declare: Declare) -> None:
-        super().__init__(name, p, layout)
+    def __init__(self, p: Profile, layout: Layout, declare: Declare) -> None:
+        super().__init__(p, layout)
         self.declare = declare
 
     @classmethod
-    def made(
-        cls,
-        name: str,
-        p: Profile,
-        layout: Layout,
-        secrets: dict[str, pulumi.Output[str]],
-        checkout: Path,
-        revision: str | None,
-        opts: Opts,
-    ) -> OneHost:
+    def made(cls, a: EngineArgs) -> OneHost:
         """The engine with its networks and images (a profile's stack, or the platform's of a per-task profile)."""
-        networks = Networks(f"{name}-net", p, layout, opts())
-        images = Images(f"{name}-images", p, checkout, revision, opts())
-        engine = cls(name, p, layout, declarer(p, network_names(networks), secrets, images))
+        networks = Networks(f"{a.name}-net", a.p, a.layout, a.opts())
+        images = Images(f"{a.name}-images", a.p, a.checkout, a.revision, a.opts())
+        engine = cls(a.p, a.layout, declarer(a.p, network_names(networks), a.secrets, images))
         engine.networks, engine.images = networks, images
         return engine
 
     @classmethod
-    def joined(cls, name: str, p: Profile, layout: Layout, secrets: dict[str, pulumi.Output[str]]) -> OneHost:
+    def joined(cls, p: Profile, layout: Layout, secrets: dict[str, pulumi.Output[str]]) -> OneHost:
         """The engine of a task's stack: the networks and images its platform's stack made, by name."""
-        return cls(name, p, layout, declarer(p, layout.network_names, secrets, None))
+        return cls(p, layout, declarer(p, layout.network_names, secrets, None))
 
     def restartable(self) -> list[str]:
         p, placements = self.p, self.layout.placements
@@ -128,21 +135,12 @@ class OnSwarm(Engine):
 
     services = True
 
-    def __init__(
-        self,
-        name: str,
-        p: Profile,
-        layout: Layout,
-        secrets: dict[str, pulumi.Output[str]],
-        checkout: Path,
-        revision: str | None,
-        opts: Opts,
-        parent: pulumi.Resource,
-    ) -> None:
-        super().__init__(name, p, layout)
-        self.swarm = Swarm(f"{name}-swarm", p, layout, secrets, checkout, opts())
-        manager = pulumi.ResourceOptions(parent=parent, providers={"docker": self.swarm.provider})
-        self.images = images = Images(f"{name}-images", p, checkout, revision, manager, self.swarm.s.build_network)
+    def __init__(self, a: EngineArgs) -> None:
+        super().__init__(a.p, a.layout)
+        self.swarm = Swarm(f"{a.name}-swarm", a.p, a.layout, a.secrets, a.checkout, a.opts())
+        manager = pulumi.ResourceOptions(parent=a.parent, providers={"docker": self.swarm.provider})
+        build_network = self.swarm.s.build_network
+        self.images = images = Images(f"{a.name}-images", a.p, a.checkout, a.revision, manager, build_network)
         self.swarm.publish(images)
         self.declare = self.swarm.declare
         self.docker_env = {"DOCKER_HOST": self.swarm.s.docker_host}
@@ -167,17 +165,6 @@ class OnSwarm(Engine):
         }
 
 
-def engine_of(
-    name: str,
-    p: Profile,
-    layout: Layout,
-    secrets: dict[str, pulumi.Output[str]],
-    checkout: Path,
-    revision: str | None,
-    opts: Opts,
-    parent: pulumi.Resource,
-) -> Engine:
+def engine_of(a: EngineArgs) -> Engine:
     """The profile's engine (its `engine` setting)."""
-    if p.engine == "swarm":
-        return OnSwarm(name, p, layout, secrets, checkout, revision, opts, parent)
-    return OneHost.made(name, p, layout, secrets, checkout, revision, opts)
+    return OnSwarm(a) if a.p.engine == "swarm" else OneHost.made(a)

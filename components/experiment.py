@@ -22,7 +22,7 @@ from model.rundir import CopyDir, ProfileDir, RunDir
 from model.services import operator_url, ready_url, spec
 from model.topology import Layout
 
-from .engine import Engine, OneHost, engine_of
+from .engine import Engine, EngineArgs, OneHost, engine_of
 from .host_units import HostUnits
 from .platform import Platform
 from .step_resources import Step
@@ -70,9 +70,9 @@ class Experiment(pulumi.ComponentResource):
         )
         # where the containers run (components/engine.py); a task's stack joins what the platform's stack made
         self.engine: Engine = (
-            engine_of(name, p, layout, secrets, self.checkout, self.revision, self.opts, self)
+            engine_of(EngineArgs(name, p, layout, secrets, self.checkout, self.revision, self.opts, self))
             if part.platform
-            else OneHost.joined(name, p, layout, secrets)
+            else OneHost.joined(p, layout, secrets)
         )
         self.images, self.declare = self.engine.images, self.engine.declare
         data = self._platform_resources() if part.platform else None
