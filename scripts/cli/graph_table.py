@@ -8,10 +8,6 @@ file carries the current one).
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from model import step_graph as g
 from model.steps import StepDef
@@ -67,9 +63,7 @@ def with_table(text: str) -> str:
 
 @cli.command()
 def command(
-    update_path: Annotated[
-        Path | None, typer.Option("--update", metavar="FILE", help="rewrite the table in FILE in place, not print it")
-    ] = None,
+    update_path: options.UpdateFile = None,
 ) -> int:
     if update_path is None:
         print(table(), end="")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -45,3 +46,7 @@ ProfileStack = Annotated[
 ]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="go on without asking on the terminal")]
 Json = Annotated[bool, typer.Option("--json", help="the result as JSON")]
+# a generated table's file: rewritten in place (the settings', the step graph's)
+UpdateFile = Annotated[
+    Path | None, typer.Option("--update", metavar="FILE", help="rewrite the table in FILE in place, not print it")
+]

@@ -7,9 +7,7 @@ current one).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
-import typer
 from pydantic_core import PydanticUndefined
 
 from model.profile import Profile
@@ -39,9 +37,7 @@ def update(path: Path) -> None:
 
 @cli.command()
 def command(
-    update_path: Annotated[
-        Path | None, typer.Option("--update", metavar="FILE", help="rewrite the table in FILE in place, not print it")
-    ] = None,
+    update_path: options.UpdateFile = None,
 ) -> int:
     if update_path is None:
         print(table())
