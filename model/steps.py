@@ -7,8 +7,9 @@ under a name the table does not have (tests/unit/test_step_table.py).
 
 What every running stack's state holds of a step is its `suffix` alone: the end of the resource's logical name, and
 the step's name in the resource's commands, `bash scripts/step.sh <suffix> [--delete]` (LAUNCHER, which runs the
-step's program through this table: scripts/dispatch.py). Renaming a suffix re-runs that step in every stack; a
-program's module, its arguments and the interpreter are in no state, so they can change freely.
+step's program through this table: scripts/dispatch.py imports its module and calls its `main(argv)` with
+`argv(delete)`). Renaming a suffix re-runs that step in every stack; a program's module, its arguments and the
+interpreter are in no state, so they can change freely.
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ class StepDef:
     """One step: `name` is its receipt's name (`receipts/<name>.json`), unique in the table."""
 
     name: str
-    program: str  # the module of scripts/ the resource runs
+    program: str  # the module of scripts/ whose `main(argv)` the step calls
     inputs: type[BaseModel]
     result: type[r.Record] | None  # None: the program leaves no receipt (it prepares directories)
-    args: str = ""  # the program's argument (one program serves several steps)
+    args: str = ""  # the program's argument, its `main`'s argv (one program serves several steps)
     resource: str = ""  # the end of the resource's logical name (default: the name)
     delete: str = ""  # the program's argument on `pulumi destroy` (none: nothing to undo)
     scope: Scope = "task"

@@ -28,7 +28,7 @@ from model.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
 from model.step_inputs import BaselineSeedInputs, BaselineStopInputs
 from scripts.lib import activity, privilege
 from scripts.lib.gitops import sandbox_git
-from scripts.lib.step import StepFailed, iso, load_inputs, progress, run_step, wait_until, write_atomic
+from scripts.lib.step import StepFailed, iso, load_inputs, mode_of, progress, run_step, wait_until, write_atomic
 from scripts.seed import archive_dirs, workspace_from_image
 from scripts.shutdown import ROUTER_GRACE_S, verify
 from scripts.shutdown import stop as docker_stop
@@ -106,9 +106,8 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
     )
 
 
-def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    mode = (argv if argv is not None else sys.argv[1:])[0]
-    if mode == steps.BASELINE_SEED.args:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    if mode_of("baseline", argv, steps.BASELINE_SEED.args, steps.BASELINE_STOP.args) == steps.BASELINE_SEED.args:
         s = load_inputs(BaselineSeedInputs, env)
         return run_step(steps.BASELINE_SEED, RunDir(Path(s.run_dir)), s.task_id, s, lambda: seed(s), RUN_FAILED)
     # the stop step's receipt is the task's shutdown receipt, which the score step reads for the archives
@@ -117,4 +116,4 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

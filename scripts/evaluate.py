@@ -24,7 +24,7 @@ from model.records import EvaluateResult
 from model.rundir import RunDir
 from model.step_inputs import EvaluateInputs
 from scripts.lib.scoring import PROGRAMBENCH, blob_env
-from scripts.lib.step import StepFailed, file_digest, load_inputs, progress, run_step
+from scripts.lib.step import StepFailed, file_digest, load_inputs, mode_of, progress, run_step
 
 SHIM = SCRIPTS / "host" / "pbench_docker_shim.sh"
 
@@ -80,7 +80,8 @@ def evaluate(a: EvaluateInputs) -> EvaluateResult:
     )
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of("evaluate", argv, steps.EVALUATE.args)
     a = load_inputs(EvaluateInputs, env)
     rd = RunDir(Path(a.run_dir))
     return run_step(
@@ -94,4 +95,4 @@ def main(env: Mapping[str, str] = os.environ) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

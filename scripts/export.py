@@ -29,7 +29,7 @@ from model.step_inputs import ExportInputs, GiteaInputs
 from scripts.lib.freeze import KEEP, arm, freeze, keep
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import HTTPFailure
-from scripts.lib.step import StepFailed, iso, progress, step_main, wait_until, write_marker
+from scripts.lib.step import StepFailed, iso, mode_of, progress, step_main, wait_until, write_marker
 
 CONNECT_TIMEOUT_S = 10.0  # Gitea accepts in milliseconds; a host that is gone leaves a TCP connect hanging
 STALL_S = 60  # a connected Gitea that sends nothing for this long counts as unreachable
@@ -126,7 +126,9 @@ def export(a: ExportInputs, password: str) -> ExportResult:
     )
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    if mode_of("export", argv, steps.EXPORT.args, KEEP) == KEEP:
+        return keep(env)
     return step_main(
         steps.EXPORT,
         env,
@@ -138,4 +140,4 @@ def main(env: Mapping[str, str] = os.environ) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(keep(os.environ) if sys.argv[1:] == [KEEP] else main())
+    sys.exit(main(sys.argv[1:]))

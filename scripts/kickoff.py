@@ -22,7 +22,7 @@ from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import KickoffInputs
 from scripts.lib.activity import reader, wait_for_sessions
 from scripts.lib.chat import post_to_team
-from scripts.lib.step import StepFailed, iso, step_main, wait_until
+from scripts.lib.step import StepFailed, iso, mode_of, step_main, wait_until
 
 SESSION_WAIT_S = 180  # a worker's CLI starts in seconds; this covers a slow pull of its state on a busy host
 
@@ -61,9 +61,10 @@ def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
     )
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of("kickoff", argv, steps.KICKOFF.args)
     return step_main(steps.KICKOFF, env, kickoff, "AGENSH_MATTERMOST_PASSWORD", RUN_FAILED)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -32,7 +32,7 @@ from model.records import (
 from model.rundir import RunDir
 from model.step_inputs import ManifestInputs
 from scripts.lib.host import host_resources, revision
-from scripts.lib.step import StepFailed, file_digest, load_inputs, now, run_step, write_atomic
+from scripts.lib.step import StepFailed, file_digest, load_inputs, mode_of, now, run_step, write_atomic
 
 
 def read_manifest(rd: RunDir) -> Manifest | None:
@@ -104,8 +104,8 @@ def finish(a: ManifestInputs) -> ManifestFinish:
     return ManifestFinish(completed=len(scores), failed=len(failed), scores=scores, copilot_versions=versions)
 
 
-def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    mode = (argv if argv is not None else sys.argv[1:])[0]
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode = mode_of("manifest", argv, steps.MANIFEST_START.args, steps.MANIFEST_FINISH.args)
     a = load_inputs(ManifestInputs, env)
     rd = RunDir(Path(a.run_dir))
     if mode == steps.MANIFEST_START.args:
@@ -117,4 +117,4 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

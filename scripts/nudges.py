@@ -33,7 +33,7 @@ from model.rundir import DATA_ROOT_FULL, RunDir
 from model.step_inputs import NudgesInputs
 from scripts.lib.activity import reader
 from scripts.lib.chat import post_to_team
-from scripts.lib.step import StepFailed, mark_data_root_full, progress, step_main
+from scripts.lib.step import StepFailed, mark_data_root_full, mode_of, progress, step_main
 from scripts.lib.workers import running, start_worker
 
 SERVICE_CHECK_S = 5  # how soon a dead platform service is started again (a `docker inspect` each)
@@ -132,9 +132,10 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
     return NudgesResult(nudges=made, restarts=restarts, events=events + alarms)
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of("nudges", argv, steps.NUDGES.args)
     return step_main(steps.NUDGES, env, nudges, "AGENSH_MATTERMOST_PASSWORD")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

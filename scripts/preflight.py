@@ -30,7 +30,7 @@ from model.records import PreflightResult
 from model.rundir import RunDir
 from model.step_inputs import OneShot, PreflightHostInputs, PreflightModelInputs, PreflightPlatformInputs
 from scripts.lib.checks import HOST_CHECKS, check_model, check_model_list, run_checks
-from scripts.lib.step import load_inputs, run_step
+from scripts.lib.step import load_inputs, mode_of, run_step
 
 
 def check_one_shot(name: str, o: OneShot) -> str:
@@ -44,8 +44,10 @@ def check_one_shot(name: str, o: OneShot) -> str:
     )
 
 
-def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    phase = (argv if argv is not None else sys.argv[1:])[0]
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    phase = mode_of(
+        "preflight", argv, steps.PREFLIGHT_HOST.args, steps.PREFLIGHT_MODEL.args, steps.PREFLIGHT_PLATFORM.args
+    )
     if phase == steps.PREFLIGHT_HOST.args:
         a = load_inputs(PreflightHostInputs, env)
 
@@ -72,4 +74,4 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -23,7 +23,7 @@ from model.records import PreserveResult
 from model.rundir import CopyDir, ProfileDir, RunDir
 from model.step_inputs import PreserveInputs
 from scripts.lib.copies import mirror
-from scripts.lib.step import StepFailed, load_inputs, progress, run_step
+from scripts.lib.step import StepFailed, load_inputs, mode_of, progress, run_step
 
 
 def preserve(a: PreserveInputs) -> PreserveResult:
@@ -64,16 +64,16 @@ def guard(a: PreserveInputs, env: Mapping[str, str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if args[:1] == ["save"] and len(args) == 3:
-        return save(Path(args[1]), args[2])
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    if argv[:1] == ["save"] and len(argv) == 3:  # by hand: `save PROFILE_DIR TRAJ_ROOT`
+        return save(Path(argv[1]), argv[2])
+    mode = mode_of("preserve", argv, steps.PRESERVE_TASK.args, steps.PRESERVE_RUN.args, steps.PRESERVE_RUN.delete)
     a = load_inputs(PreserveInputs, env)
-    if args[:1] == [steps.PRESERVE_RUN.delete]:
+    if mode == steps.PRESERVE_RUN.delete:
         return guard(a, env)
     step = steps.PRESERVE_RUN if a.task_id is None else steps.PRESERVE_TASK
     return run_step(step, RunDir(Path(a.run_dir)), a.task_id, a, lambda: preserve(a))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -20,7 +20,7 @@ from model.records import ShutdownResult
 from model.rundir import CopyDir, ProfileDir
 from model.step_inputs import ProfileDataInputs
 from scripts.lib import copies, privilege  # copies.problems() is the one verification
-from scripts.lib.step import load_inputs, now
+from scripts.lib.step import load_inputs, mode_of, now
 
 FORCE = "AGENSH_FORCE_CLEAN"
 
@@ -98,8 +98,8 @@ def delete(a: ProfileDataInputs, env: Mapping[str, str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    mode = (argv if argv is not None else sys.argv[1:])[0]
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode = mode_of("profile_data", argv, steps.PROFILE_DATA.args, steps.PROFILE_DATA.delete)
     a = load_inputs(ProfileDataInputs, env)
     pd = ProfileDir(Path(a.profile_dir))
     if mode == steps.PROFILE_DATA.args:
@@ -114,4 +114,4 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -18,7 +18,7 @@ from model.records import KickoffResult, RemindersResult
 from model.rundir import RunDir
 from model.step_inputs import RemindersInputs
 from scripts.lib.chat import post_to_team
-from scripts.lib.step import StepFailed, iso, step_main, wait_until
+from scripts.lib.step import StepFailed, iso, mode_of, step_main, wait_until
 
 
 def reminders(a: RemindersInputs, password: str) -> RemindersResult:
@@ -43,9 +43,10 @@ def reminders(a: RemindersInputs, password: str) -> RemindersResult:
     return RemindersResult(posted=posted, skipped=skipped, deadline=iso(deadline))
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of("reminders", argv, steps.REMINDERS.args)
     return step_main(steps.REMINDERS, env, reminders, "AGENSH_MATTERMOST_PASSWORD")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

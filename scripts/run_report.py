@@ -14,7 +14,7 @@ from model.records import ReportResult
 from model.rundir import RunDir
 from model.step_inputs import Inputs
 from scripts.lib.report_page import ReportError, report
-from scripts.lib.step import StepFailed, file_digest, load_inputs, progress, run_step
+from scripts.lib.step import StepFailed, file_digest, load_inputs, mode_of, progress, run_step
 
 
 def step(env: Mapping[str, str]) -> int:
@@ -40,17 +40,15 @@ def step(env: Mapping[str, str]) -> int:
     )
 
 
-def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if args != [steps.REPORT.args]:
-        print(
-            f"report: the step takes `{steps.REPORT.args}`; a report of run directories is "
-            "`.venv/bin/python -m scripts.cli report RUN_DIR...`",
-            file=sys.stderr,
-        )
-        return 2
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of(
+        "run_report",
+        argv,
+        steps.REPORT.args,
+        hint="; a report of run directories is `.venv/bin/python -m scripts.cli report RUN_DIR...`",
+    )
     return step(env)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

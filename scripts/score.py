@@ -17,7 +17,7 @@ from model.records import IndexRow, Score
 from model.rundir import RunDir
 from model.step_inputs import ScoreInputs
 from scripts.lib.scoring import assess
-from scripts.lib.step import append_result, file_digest, load_inputs, now, run_step, write_atomic
+from scripts.lib.step import append_result, file_digest, load_inputs, mode_of, now, run_step, write_atomic
 
 
 def score(rd: RunDir, task_id: str) -> Score:
@@ -36,7 +36,8 @@ def score(rd: RunDir, task_id: str) -> Score:
     return result
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of("score", argv, steps.SCORE.args)
     a = load_inputs(ScoreInputs, env)
     rd = RunDir(Path(a.run_dir))
     return run_step(
@@ -50,4 +51,4 @@ def main(env: Mapping[str, str] = os.environ) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

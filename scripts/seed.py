@@ -21,7 +21,7 @@ from model.step_inputs import CleanroomCopy, SeedInputs
 from scripts.lib import privilege
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import request
-from scripts.lib.step import StepFailed, progress, step_main
+from scripts.lib.step import StepFailed, mode_of, progress, step_main
 
 NEVER_COPIED = ("executable",)  # a reference binary left in the workspace stays in the image
 
@@ -106,7 +106,9 @@ def seed(a: SeedInputs, password: str) -> SeedResult:
     )
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of("seed", argv, steps.SEED.args)
+
     def body(a: SeedInputs, password: str) -> SeedResult:
         try:
             return seed(a, password)
@@ -117,4 +119,4 @@ def main(env: Mapping[str, str] = os.environ) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -30,7 +30,7 @@ from model.records import ShutdownResult
 from model.rundir import RunDir
 from model.step_inputs import ShutdownInputs
 from scripts.lib import activity
-from scripts.lib.step import load_inputs, progress, run_step
+from scripts.lib.step import load_inputs, mode_of, progress, run_step
 from scripts.lib.workers import running, start_worker
 from scripts.swarm_nodes import collect
 
@@ -132,10 +132,11 @@ def shutdown(a: ShutdownInputs) -> ShutdownResult:
     return ShutdownResult(archives=archives, archives_complete=not bad, sessions=sessions)
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of("shutdown", argv, steps.SHUTDOWN.args)
     a = load_inputs(ShutdownInputs, env)
     return run_step(steps.SHUTDOWN, RunDir(Path(a.run_dir)), a.task_id, a, lambda: shutdown(a))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

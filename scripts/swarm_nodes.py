@@ -23,7 +23,7 @@ from pathlib import Path
 
 from model import contract, steps
 from model.step_inputs import NodeArchive, NodeDirs, SwarmNodesInputs
-from scripts.lib.step import load_inputs, progress
+from scripts.lib.step import load_inputs, mode_of, progress
 
 HELPER_MOUNT = "/node"
 CONTAINERS_GONE_S = 120  # swarm removes a removed service's task containers on each node in its own time
@@ -111,8 +111,8 @@ def collect(archive: NodeArchive, dest: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(dest), "--no-same-owner"], input=tar.stdout, check=True)
 
 
-def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    mode = (argv if argv is not None else sys.argv[1:])[0]
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode = mode_of("swarm_nodes", argv, steps.SWARM_NODES.args, steps.SWARM_NODES.delete)
     a = load_inputs(SwarmNodesInputs, env)
     problems = []
     for node in a.nodes:
@@ -127,4 +127,4 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -23,7 +23,7 @@ from model import steps
 from model.records import LATE_S, Event, Ramp, Wake, WakeResult, read_record
 from model.rundir import RUN_FAILED, RunDir
 from model.step_inputs import WakeInputs
-from scripts.lib.step import StepFailed, load_inputs, progress, run_step, write_atomic
+from scripts.lib.step import StepFailed, load_inputs, mode_of, progress, run_step, write_atomic
 from scripts.lib.workers import running, start_worker
 
 
@@ -78,10 +78,11 @@ def wake(a: WakeInputs) -> WakeResult:
     return WakeResult(ramp_start_epoch=start, wakes=wakes, events=events)
 
 
-def main(env: Mapping[str, str] = os.environ) -> int:
+def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
+    mode_of("wake", argv, steps.WAKE.args)
     a = load_inputs(WakeInputs, env)
     return run_step(steps.WAKE, RunDir(Path(a.run_dir)), a.task_id, a, lambda: wake(a), RUN_FAILED)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

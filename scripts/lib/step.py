@@ -1,5 +1,6 @@
-"""How a step program runs: its typed inputs from AGENSH_INPUT, a secret from its own variable, the work done once,
-a typed receipt written to the run directory and printed as the last stdout line, progress lines on stderr.
+"""How a step program runs: its one `main(argv)` given its step's word (`mode_of`), its typed inputs from AGENSH_INPUT,
+a secret from its own variable, the work done once, a typed receipt written to the run directory and printed as the
+last stdout line, progress lines on stderr.
 
 A receipt with the same inputs digest and status `ok` means the step is done: running it again prints that
 receipt and does nothing (Pulumi re-runs a step only when its inputs change or it failed; see
@@ -16,7 +17,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -261,6 +262,19 @@ def _run_locked(
 
 def load_inputs(model: type[InputsT], env: Mapping[str, str]) -> InputsT:
     return model.model_validate_json(env["AGENSH_INPUT"])
+
+
+def mode_of(program: str, argv: Sequence[str], *modes: str, hint: str = "") -> str:
+    """The one word a step program's `main(argv)` is given (its step's `args` or `delete` in model/steps.py), refused
+    as a usage error (exit 2, with `hint`) unless it is one of `modes`; "" is no word (a program of one step takes
+    none)."""
+    word = " ".join(argv)
+    if len(argv) <= 1 and word in modes:
+        return word
+    takes = " or ".join(f"`{m}`" if m else "no argument" for m in modes)
+    got = f"`{word}`" if argv else "no argument"
+    print(f"{program}: takes {takes}; got {got}{hint}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def step_main(

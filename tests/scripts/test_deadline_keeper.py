@@ -235,7 +235,7 @@ def test_launcher_killed_mid_window_exports_the_deadline_head(gitea: str, tmp_pa
             git("push", "-q", agent, "late:main", cwd=work, password=AGENT_PW)
         assert head_of_main(gitea) == deadline_head
 
-        assert export.main({"AGENSH_INPUT": a, "AGENSH_GITEA_PASSWORD": ADMIN_PW}) == 0  # the resumed launcher
+        assert export.main([], {"AGENSH_INPUT": a, "AGENSH_GITEA_PASSWORD": ADMIN_PW}) == 0  # the resumed launcher
         receipt = json.loads(rd.receipt("export", TASK).read_text())["result"]
         assert receipt["commit"] == deadline_head and receipt["freeze"] == record.model_dump(mode="json")
         with tarfile.open(receipt["submission"]) as tar:

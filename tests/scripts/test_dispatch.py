@@ -3,11 +3,12 @@ interpreter and scripts/dispatch.py the step's program and arguments in the tabl
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
-import runpy
 import subprocess
-import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,16 +20,39 @@ from scripts import dispatch
 @pytest.mark.parametrize("delete", [False, True])
 def test_every_command_runs_its_program_with_its_arguments(monkeypatch: pytest.MonkeyPatch, delete: bool):
     ran: list[tuple[str, list[str]]] = []
-    monkeypatch.setattr(sys, "argv", list(sys.argv))
-    monkeypatch.setattr(runpy, "run_module", lambda module, **kw: ran.append((module, sys.argv[1:])))
+
+    def program(module: str) -> SimpleNamespace:
+        return SimpleNamespace(main=lambda argv: ran.append((module, argv)) or 3)
+
+    monkeypatch.setattr(dispatch, "importlib", SimpleNamespace(import_module=program))
     chosen = [s for s in steps.STEPS if s.delete or not delete]
     for s in chosen:
         command = s.delete_command if delete else s.create_command
         assert command is not None
         launcher, *args = command.removeprefix("bash ").split()
         assert launcher == steps.LAUNCHER
-        dispatch.main(args)
+        assert dispatch.main(args) == 3  # the program's exit code
     assert ran == [(f"scripts.{s.program}", (s.delete if delete else s.args).split()) for s in chosen]
+
+
+@pytest.mark.parametrize("program", sorted({s.program for s in steps.STEPS}))
+def test_every_program_has_one_main_of_its_arguments_and_refuses_others(
+    program: str, capsys: pytest.CaptureFixture[str]
+):
+    """Each step program's `main(argv)` takes its steps' words from the table, refuses any other before it reads its
+    inputs, and reads no `sys.argv` (but to be run by hand: `main(sys.argv[1:])`)."""
+    module = importlib.import_module(f"scripts.{program}")
+    argv, *rest = inspect.signature(module.main).parameters.values()
+    assert argv.name == "argv" and argv.default is argv.empty and all(p.default is not p.empty for p in rest)
+    source = inspect.getsource(module)
+    assert source.count("sys.argv") == 1 and 'if __name__ == "__main__":\n    sys.exit(main(sys.argv[1:]))' in source
+    with pytest.raises(SystemExit) as exit_:
+        module.main(["no-such-mode"], {})  # no inputs: refused before they are read
+    assert exit_.value.code == 2 and "no-such-mode" in capsys.readouterr().err
+    for s in (s for s in steps.STEPS if s.program == program):
+        for delete in {False, bool(s.delete)}:
+            with pytest.raises(KeyError, match="AGENSH_INPUT"):  # taken: on to read its inputs
+                module.main(s.argv(delete), {})
 
 
 def test_a_step_without_an_undo_or_outside_the_table_is_refused(capsys: pytest.CaptureFixture[str]):

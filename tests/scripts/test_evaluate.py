@@ -45,10 +45,10 @@ def eval_args(run: Path, org: str, blobs: Path, addopts: str, attempt: int = 1) 
 def run_eval(tmp_path: Path, org: str, blobs: Path, files: dict[str, str], addopts: str = "--rootdir=eval") -> dict:
     run = tmp_path / "run"
     calculator.submission(files, run / TASK / "submission.tar.gz")
-    evaluate.main({"AGENSH_INPUT": json.dumps(eval_args(run, org, blobs, addopts))})
+    evaluate.main([], {"AGENSH_INPUT": json.dumps(eval_args(run, org, blobs, addopts))})
     receipt = json.loads((run / TASK / "receipts" / "evaluate.json").read_text())
     receipt = {**receipt, **(receipt["result"] or {})}
-    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": TASK, "attempt": 1})}) == 0
+    assert score.main([], {"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": TASK, "attempt": 1})}) == 0
     return {"receipt": receipt, "score": json.loads((run / TASK / "score.json").read_text()), "run": run}
 
 
@@ -84,5 +84,5 @@ def test_reevaluation_keeps_the_original(cleanroom, tmp_path: Path):
     task_dir = out["run"] / TASK
     original = (task_dir / f"{TASK}.eval.json").read_bytes()
     args = eval_args(out["run"], cleanroom[0], cleanroom[1], "--rootdir=eval", attempt=2)
-    assert evaluate.main({"AGENSH_INPUT": json.dumps(args)}) == 0
+    assert evaluate.main([], {"AGENSH_INPUT": json.dumps(args)}) == 0
     assert (task_dir / f"{TASK}.eval.1.json").read_bytes() == original

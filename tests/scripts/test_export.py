@@ -56,7 +56,7 @@ def args(tmp_path: Path, repositories: str | None, gitea_url: str = "http://127.
 
 def test_unreachable_gitea_recovers_from_preserved_data(tmp_path: Path):
     a = args(tmp_path, str(preserved_repo(tmp_path)))
-    assert export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": "pw"}) == 0
+    assert export.main([], {"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": "pw"}) == 0
     task_dir = tmp_path / "run" / TASK
     receipt = json.loads((task_dir / "receipts" / "export.json").read_text())["result"]
     assert receipt["recovered_from"].endswith("team/calc.git") and (task_dir / "EXPORT_FAILED").exists()
@@ -67,14 +67,14 @@ def test_unreachable_gitea_recovers_from_preserved_data(tmp_path: Path):
     with tarfile.open(task_dir / "submission.tar.gz") as tar:
         assert tar.getnames() == ["compile.sh"]  # committed HEAD only
     shutil.copy(BUNDLED, task_dir / f"{TASK}.eval.json")
-    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": a["run_dir"], "task_id": TASK, "attempt": 1})}) == 0
+    assert score.main([], {"AGENSH_INPUT": json.dumps({"run_dir": a["run_dir"], "task_id": TASK, "attempt": 1})}) == 0
     s = json.loads((task_dir / "score.json").read_text())
     assert s["complete"] and s["score"] == 0.5 and s["export_recovered_from"] == receipt["recovered_from"]
 
 
 def test_nothing_preserved_fails_with_the_marker(tmp_path: Path):
     a = args(tmp_path, str(tmp_path / "nothing"))
-    assert export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": "pw"}) == 1
+    assert export.main([], {"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": "pw"}) == 1
     task_dir = tmp_path / "run" / TASK
     assert (task_dir / "EXPORT_FAILED").exists() and not (task_dir / "submission.tar.gz").exists()
     assert "no preserved repository" in json.loads((task_dir / "receipts" / "export.json").read_text())["error"]
@@ -133,7 +133,7 @@ def test_a_gitea_that_does_not_answer_is_given_up_quickly(
     monkeypatch.setattr(export, "STALL_S", 2)
     a = args(tmp_path, str(preserved_repo(tmp_path)), request.getfixturevalue(server))
     t0 = time.monotonic()
-    assert export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": "pw"}) == 0
+    assert export.main([], {"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": "pw"}) == 0
     assert time.monotonic() - t0 < 8
     task_dir = tmp_path / "run" / TASK
     assert json.loads((task_dir / "receipts" / "export.json").read_text())["result"]["recovered_from"]

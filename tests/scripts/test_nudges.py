@@ -78,7 +78,7 @@ def test_an_idle_worker_is_nudged_once_an_active_one_never(tmp_path: Path, base_
             idle_nudge_s=4,
             idle_check_s=1,
         )
-        assert nudges.main({"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
+        assert nudges.main([], {"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
     finally:
         server.shutdown()
         subprocess.run(["docker", "rm", "-f", active, idle], capture_output=True)
@@ -149,7 +149,7 @@ def test_a_worker_found_stopped_before_the_deadline_is_started_again(tmp_path: P
             idle_nudge_s=60,
             idle_check_s=1,
         )
-        assert nudges.main({"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
+        assert nudges.main([], {"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
         state = subprocess.run(
             ["docker", "inspect", "-f", "{{.State.Running}}", worker, service, router], capture_output=True, text=True
         ).stdout.split()

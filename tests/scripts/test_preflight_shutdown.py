@@ -295,7 +295,7 @@ def test_shutdown_verifies_archives(images, tmp_path: Path):
         )
         names.append(router)
         a = {"run_dir": str(tmp_path / "run"), "task_id": "t", "grace_s": 3, "workers": dirs, "routers": [router]}
-        assert shutdown.main({"AGENSH_INPUT": json.dumps(a)}) == 0
+        assert shutdown.main([], {"AGENSH_INPUT": json.dumps(a)}) == 0
         receipt = json.loads((tmp_path / "run" / "t" / "receipts" / "shutdown.json").read_text())["result"]
         assert receipt["archives"] == {names[0]: "ok", names[1]: "missing", names[2]: "ok"}
         assert receipt["archives_complete"] is False and (Path(dirs[names[2]]) / "tried").exists()

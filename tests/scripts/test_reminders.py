@@ -55,7 +55,7 @@ def test_due_reminders_posted_and_passed_ones_skipped(tmp_path: Path, monkeypatc
             "mattermost_user": "pbench-admin",
             "minutes": [30, 1, 10],
         }
-        assert reminders.main({"AGENSH_INPUT": json.dumps(args), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
+        assert reminders.main([], {"AGENSH_INPUT": json.dumps(args), "AGENSH_MATTERMOST_PASSWORD": "pw"}) == 0
         receipt = json.loads((tmp_path / "t" / "receipts" / "reminders.json").read_text())["result"]
         assert receipt["posted"] == [1] and receipt["skipped"] == [30, 10]
         assert waited == [deadline - 60]  # it waited for the one reminder still ahead

@@ -332,7 +332,7 @@ def start_manifest(run: Path, p: Profile) -> ManifestInputs:
 
 
 def score_step(run: Path, task: str) -> None:
-    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": task, "attempt": 1})}) == 0
+    assert score.main([], {"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": task, "attempt": 1})}) == 0
 
 
 def copy_eval(source: Path, run: Path, task: str) -> None:

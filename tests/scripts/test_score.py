@@ -26,7 +26,7 @@ def run_with(tmp_path: Path, kind: str, **patch) -> Path:
 
 
 def scored(run: Path) -> dict:
-    assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": TASK, "attempt": 1})}) == 0
+    assert score.main([], {"AGENSH_INPUT": json.dumps({"run_dir": str(run), "task_id": TASK, "attempt": 1})}) == 0
     return json.loads((run / TASK / "score.json").read_text())
 
 

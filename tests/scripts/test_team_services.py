@@ -947,7 +947,9 @@ def merged(stack: Team, tmp_path_factory):
             "archive_dirs": [str(stack.mount("worker", "/archive", n)) for n in (1, 2)],
         }
         assert (
-            seed.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]})
+            seed.main(
+                [], {"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}
+            )
             == 0
         )
         receipt = json.loads((tmp / "run" / TASK / "receipts" / "seed.json").read_text())
@@ -1081,7 +1083,7 @@ def test_sessions_continue_a_silent_one_is_nudged_and_the_watchdog_recovers_it(s
         idle_check_s=1,
     )
     password = stack.secrets["mattermost_admin_password"]
-    assert nudges.main({"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": password}) == 0
+    assert nudges.main([], {"AGENSH_INPUT": a.model_dump_json(), "AGENSH_MATTERMOST_PASSWORD": password}) == 0
     nudged = json.loads(RunDir(tmp_path).receipt("nudges", TASK).read_text())["result"]["nudges"]
     assert [n["worker"] for n in nudged] == [merged["workers"][1]]
     seen = events(merged["workers"][1])
@@ -1235,7 +1237,7 @@ def archived_commit(submission: Path) -> str:
 def test_export_head_is_the_merged_pull_request(stack: Team, merged, tmp_path: Path):
     a = export_args(stack, tmp_path / "run")
     assert (
-        export.main({"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]})
+        export.main([], {"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]})
         == 0
     )
     receipt = json.loads((tmp_path / "run" / TASK / "receipts" / "export.json").read_text())["result"]
@@ -1252,7 +1254,7 @@ def test_export_recovers_main_from_the_gitea_data_when_gitea_is_killed(stack: Te
         a = export_args(stack, tmp_path / "run")
         env = {"AGENSH_INPUT": json.dumps(a), "AGENSH_GITEA_PASSWORD": stack.secrets["gitea_admin_password"]}
         t0 = time.monotonic()
-        assert export.main(env) == 0
+        assert export.main([], env) == 0
         assert time.monotonic() - t0 < export.CONNECT_TIMEOUT_S + 10  # found out quickly, not after TCP's retries
         task_dir = tmp_path / "run" / TASK
         receipt = json.loads((task_dir / "receipts" / "export.json").read_text())["result"]
@@ -1260,7 +1262,9 @@ def test_export_recovers_main_from_the_gitea_data_when_gitea_is_killed(stack: Te
         assert receipt["recovered_from"] == str(preserved) and (task_dir / "EXPORT_FAILED").exists()
         assert receipt["commit"] == archived_commit(Path(receipt["submission"])) == sha
         shutil.copy(BUNDLED_EVAL, task_dir / f"{TASK}.eval.json")  # the evaluator's result, as if it had run
-        assert score.main({"AGENSH_INPUT": json.dumps({"run_dir": a["run_dir"], "task_id": TASK, "attempt": 1})}) == 0
+        assert (
+            score.main([], {"AGENSH_INPUT": json.dumps({"run_dir": a["run_dir"], "task_id": TASK, "attempt": 1})}) == 0
+        )
         scored = json.loads((task_dir / "score.json").read_text())
         assert scored["complete"] and scored["export_recovered_from"] == str(preserved)
     finally:

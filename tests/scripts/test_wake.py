@@ -59,7 +59,7 @@ def started_at(name: str) -> float:
 def test_workers_are_started_at_their_offsets(stopped_workers, tmp_path: Path):
     a = WakeInputs(run_dir=str(tmp_path), task_id="t", workers=dict(zip(stopped_workers, (0.0, 2.0, 4.0))))
     t0 = time.time()
-    assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) == 0
+    assert wake.main([], {"AGENSH_INPUT": a.model_dump_json()}) == 0
     result = json.loads(RunDir(tmp_path).receipt("wake", "t").read_text())["result"]
     start = result["ramp_start_epoch"]
     assert t0 <= start <= t0 + 2
@@ -80,7 +80,7 @@ def test_a_resumed_ramp_keeps_its_clock_and_reports_late_wakes(stopped_workers, 
     write_atomic(rd.ramp("t"), {"ramp_start": start, "woken": {stopped_workers[0]: start}})
     a = WakeInputs(run_dir=str(tmp_path), task_id="t", workers=dict(zip(stopped_workers, (0.0, 2.0, 12.0))))
     t0 = time.time()
-    assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) == 0
+    assert wake.main([], {"AGENSH_INPUT": a.model_dump_json()}) == 0
     wakes = json.loads(rd.receipt("wake", "t").read_text())["result"]["wakes"]
     assert wakes[0]["already_awake"] and wakes[0]["at_epoch"] == start
     assert wakes[1]["late_s"] >= 7.5 and wakes[1]["at_epoch"] >= t0  # due 8 s ago: started now, reported late
@@ -115,7 +115,7 @@ def test_a_worker_starts_only_once_its_router_answers(stopped_workers, tmp_path:
     with router_answering_after(3.0) as url:
         a = WakeInputs(run_dir=str(tmp_path), task_id="t", workers={worker: 0.0}, ready={worker: url})
         t0 = time.time()
-        assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) == 0
+        assert wake.main([], {"AGENSH_INPUT": a.model_dump_json()}) == 0
     assert started_at(worker) >= t0 + 3.0 - 0.5  # not before the router said it was up
 
 
@@ -125,7 +125,7 @@ def test_a_router_that_never_answers_fails_the_wake_clearly(stopped_workers, tmp
         a = WakeInputs(
             run_dir=str(tmp_path), task_id="t", workers={worker: 0.0}, ready={worker: url}, ready_timeout_s=2
         )
-        assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) != 0
+        assert wake.main([], {"AGENSH_INPUT": a.model_dump_json()}) != 0
     receipt = json.loads(RunDir(tmp_path).receipt("wake", "t").read_text())
     assert receipt["status"] == "failed"
     assert f"worker 1's router did not answer at {url} within 2 s" in receipt["error"]
@@ -138,5 +138,5 @@ def test_a_stopped_router_is_started_before_its_worker(stopped_workers, tmp_path
     --refresh` the wake step itself starts it, before it waits for it and starts the worker."""
     worker, router = stopped_workers[:2]
     a = WakeInputs(run_dir=str(tmp_path), task_id="t", workers={worker: 0.0}, routers={worker: router})
-    assert wake.main({"AGENSH_INPUT": a.model_dump_json()}) == 0
+    assert wake.main([], {"AGENSH_INPUT": a.model_dump_json()}) == 0
     assert started_at(router) <= started_at(worker)
