@@ -1,6 +1,7 @@
 """How the modules find each other: by their package names from the project's root, which `model/project.py` alone
 computes (`make setup` names it in the venv), so no module edits `sys.path` or counts its own way up to the root; and
-inside the model, imports that form no cycle (the order is in docs/design.md#layers)."""
+inside the model, imports that form no cycle (the order is in docs/design.md#layers). The programs of the images
+(demo/, tests/checkouts/) edit no `sys.path` either: their Dockerfiles install a module where Python finds it."""
 
 from __future__ import annotations
 
@@ -12,20 +13,21 @@ from pathlib import Path
 from model.project import ROOT
 
 SOURCES = ("__main__.py", "components", "model", "policies", "scripts", "tests")
+IMAGES = (Path("demo"), Path("tests", "checkouts"))  # the programs of the images, run there with the images' packages
 PATH_EDIT = re.compile(r"\bsys\.path\s*(\.(insert|append|extend)\b|\[|\+=|=[^=])")
 ROOT_COUNT = re.compile(r"__file__\)(\.resolve\(\))?\.(parents\[|parent\.parent)|dirname\(os\.path\.dirname\(")
 
 
-def sources() -> Iterator[Path]:
-    """The project's Python files; the test checkouts are images' sources, laid out as their images run them."""
-    for top in SOURCES:
+def sources(images: bool = False) -> Iterator[Path]:
+    """The project's Python files; with `images`, the images' programs (the demo's and the test checkouts') too."""
+    for top in (*SOURCES, *(("demo",) if images else ())):
         path = ROOT / top
         found = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        yield from (p for p in found if not p.is_relative_to(ROOT / "tests" / "checkouts"))
+        yield from (p for p in found if images or not any(p.is_relative_to(ROOT / d) for d in IMAGES))
 
 
 def test_no_module_edits_sys_path_or_finds_the_root_by_itself():
-    scanned = list(sources())
+    scanned = list(sources(images=True))
     found = [
         f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
         for path in scanned
@@ -35,6 +37,18 @@ def test_no_module_edits_sys_path_or_finds_the_root_by_itself():
     ]
     assert found == [], "take the root from model/project.py; the project is found by name:\n" + "\n".join(found)
     assert ROOT / "policies" / "rules.py" in scanned and ROOT / "tests" / "conftest.py" in scanned
+    assert ROOT / "demo" / "checkout" / "agent" / "acp_driver.py" in scanned
+    assert ROOT / "tests" / "checkouts" / "cc_log" / "agent" / "cc_driver.py" in scanned
+
+
+def test_every_python_file_of_the_project_is_scanned():
+    """A new top-level folder of Python files is scanned too: none is outside SOURCES (hidden ones are tools')."""
+    tops = {
+        entry.name
+        for entry in ROOT.iterdir()
+        if not entry.name.startswith(".") and (entry.suffix == ".py" or entry.is_dir() and any(entry.rglob("*.py")))
+    }
+    assert tops <= {*SOURCES, *(d.parts[0] for d in IMAGES)}, f"add to SOURCES: {sorted(tops - set(SOURCES))}"
 
 
 def test_the_patterns_catch_what_they_forbid():

@@ -29,7 +29,6 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import tarfile
 import threading
 import time
@@ -40,8 +39,7 @@ from pathlib import Path
 from string import Template
 from typing import Any, Callable
 
-sys.path.insert(0, "/opt/standin")
-from standin import agent_username  # noqa: E402 - the Gitea and Mattermost user name of an agent id
+from standin import agent_username  # the Gitea and Mattermost user name of an agent id (beside this file)
 
 ADMIN = "pbench-admin"
 CONTINUE = (

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 import urllib.request
 from typing import Any
 
-sys.path.insert(0, "/opt/agensh")
-from acp_driver import Driver, now_iso  # noqa: E402 - the demo's driver, installed beside this file
+from acp_driver import Driver, now_iso  # the demo's driver, installed beside this file
 
 TYPES = {  # the demo driver's kinds, as this checkout names them
     "session": "session_start",
