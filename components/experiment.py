@@ -1,6 +1,6 @@
 """Experiment: the top-level component of one profile stack.
 
-It declares the step graph of model/step_graph.py (the table in docs/design.md, "The stack's graph"): the engine's
+It declares the step graph of model/step_graph.py (the table in docs/design.md, "The step graph"): the engine's
 parts first, then each node of this stack's part in the graph's order, after what the graph says it runs after.
 """
 
