@@ -32,6 +32,20 @@ def destroy_order(stack: str, existing: set[str]) -> list[str]:
     return [s for s in (stack, *tasks, platform) if s in existing]
 
 
+def existing_stacks(stack: str, command: str, *ls_flags: str) -> list[str] | None:
+    """The profile's stacks that exist (`pulumi stack ls`), in destroy_order; None, with the reason printed after
+    `<command>:`, when pulumi cannot list the stacks or none of the profile exists."""
+    listed = subprocess.run(["pulumi", "stack", "ls", "--json", *ls_flags], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        print(f"{command}: pulumi stack ls: {listed.stderr.strip()}", file=sys.stderr)
+        return None
+    order = destroy_order(stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
+    if not order:
+        print(f"{command}: no stack {stack} or part of it", file=sys.stderr)
+        return None
+    return order
+
+
 @cli.command(context_settings=options.PASS_THROUGH)
 def command(
     ctx: typer.Context,
@@ -40,13 +54,8 @@ def command(
 ) -> int:
     """The profile's stacks that exist, destroyed in order after one question (none with --yes); it stops at the first
     that fails. Any other option, with its value, goes to each `pulumi destroy`."""
-    listed = subprocess.run(["pulumi", "stack", "ls", "--json"], cwd=ROOT, capture_output=True, text=True)
-    if listed.returncode != 0:
-        print(f"destroy: pulumi stack ls: {listed.stderr.strip()}", file=sys.stderr)
-        return 2
-    order = destroy_order(stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
-    if not order:
-        print(f"destroy: no stack {stack} or part of it", file=sys.stderr)
+    order = existing_stacks(stack, "destroy")
+    if order is None:
         return 2
     if not yes:
         if not sys.stdin.isatty():

@@ -29,7 +29,7 @@ import typer
 from model import steps
 from model.project import ROOT
 from scripts.cli import options
-from scripts.cli.destroy import destroy_order
+from scripts.cli.destroy import existing_stacks
 
 # A step's command of before: `<interpreter> -m <call>`, the interpreter any path.
 LEGACY_COMMAND = re.compile(r"(?P<python>.+) -m (?P<call>scripts\.\w+(?: [\w-]+)?)")
@@ -140,12 +140,7 @@ def command(
 ) -> int:
     """Rewrites the step commands in the state of every stack of the profile (`pulumi stack export` and `import`),
     running nothing; again it finds nothing to change. Exits 1 when a stack could not be moved (the reason printed)."""
-    listed = pulumi("stack", "ls", "--json")
-    if listed.returncode != 0:
-        print(f"migrate-steps: pulumi stack ls: {listed.stderr.strip()}", file=sys.stderr)
-        return 2
-    stacks = destroy_order(stack, {s["name"] for s in json.loads(listed.stdout or "[]")})
-    if not stacks:
-        print(f"migrate-steps: no stack {stack} or part of it", file=sys.stderr)
+    stacks = existing_stacks(stack, "migrate-steps", "--non-interactive")
+    if stacks is None:
         return 2
     return 0 if all([migrate(stack, dry_run) for stack in stacks]) else 1
