@@ -36,6 +36,11 @@ def sh(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(args), capture_output=True, text=True)
 
 
+def in_image(image: str, entrypoint: str, *args: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """`entrypoint args` run in a throwaway container of `image` without network (`docker run --rm`, with `flags`)."""
+    return sh("docker", "run", "--rm", "--network", "none", *flags, "--entrypoint", entrypoint, image, *args)
+
+
 def check_docker(a: PreflightHostInputs) -> str:
     out = sh("docker", "info", "--format", "{{.ServerVersion}}")
     if out.returncode:
@@ -75,48 +80,21 @@ def check_images(a: PreflightHostInputs) -> str:
 def check_workers(a: PreflightHostInputs) -> str:
     selfcheck = checkout.convention(a.convention).selfcheck
     for image in a.worker_images:
-        out = sh("docker", "run", "--rm", "--network", "none", "--entrypoint", selfcheck.command, image)
+        out = in_image(image, selfcheck.command)
         if not all(word in out.stdout for word in selfcheck.answer):
             raise AssertionError(
                 f"{image}: entrypoint not baked ({selfcheck.command} said "
                 f"{out.stdout.strip() or out.stderr.strip()!r}, not {selfcheck.line!r})"
             )
-        says = sh(
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "-e",
-            "COPILOT_AUTO_UPDATE=false",
-            "-e",
-            "COPILOT_OFFLINE=true",
-            "--entrypoint",
-            "copilot",
-            image,
-            "--version",
-        )
+        copilot_offline = ("-e", "COPILOT_AUTO_UPDATE=false", "-e", "COPILOT_OFFLINE=true")
+        says = in_image(image, "copilot", "--version", flags=copilot_offline)
         found = contract.COPILOT_VERSION_OUT.search(says.stdout)
         if found is None or found.group(1) != a.copilot_version:
             raise AssertionError(
                 f"{image}: its Copilot CLI says {(says.stdout or says.stderr).strip()[:120]!r}; the "
                 f"profile pins copilot_version {a.copilot_version}"
             )
-        ref = sh(
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--user",
-            "0",
-            "--entrypoint",
-            "stat",
-            image,
-            "-c",
-            "%U %a",
-            contract.REFERENCE_BINARY,
-        )
+        ref = in_image(image, "stat", "-c", "%U %a", contract.REFERENCE_BINARY, flags=("--user", "0"))
         if ref.stdout.strip() != contract.REFERENCE_OWNER_MODE:
             raise AssertionError(
                 f"{image}: {contract.REFERENCE_BINARY} must be root-owned mode 0111, is {ref.stdout.strip()!r}"
