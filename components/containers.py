@@ -4,6 +4,7 @@ container of one host is declared."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_docker as docker
@@ -78,6 +79,27 @@ def env_list(s: ServiceSpec, entry: SecretEntry) -> list[pulumi.Input[str]]:
     ]
 
 
+def container_args(planned: PlannedContainer, entry: SecretEntry, **rest: Any) -> docker.ContainerArgs:
+    """A planned container's inputs that are the same on either engine (its name, image, hostname, environment,
+    user, labels, mounts and command), with the engine's `rest`."""
+    c, s = planned.placement, planned.spec
+    return docker.ContainerArgs(
+        name=c.name,
+        image=s.image,
+        hostname=c.hostname,
+        envs=env_list(s, entry),
+        user=s.user,
+        # the stub leaves out the dict form the provider takes (the same as a network's labels)
+        labels=docker_labels(planned.labels),  # type: ignore[arg-type]
+        volumes=[
+            docker.ContainerVolumeArgs(host_path=m.host_path, container_path=m.container_path, read_only=m.read_only)
+            for m in s.mounts
+        ],
+        command=list(s.command) if s.command else None,
+        **rest,
+    )
+
+
 def container(
     resource_name: str,
     p: Profile,
@@ -86,7 +108,7 @@ def container(
     entry: SecretEntry,
     opts: pulumi.ResourceOptions,
 ) -> Container:
-    c, s, h = planned.placement, planned.spec, planned.health
+    s, h = planned.spec, planned.health
     assert planned.restart == "no"  # the provider's default: not given (see below)
     attach = [
         docker.ContainerNetworksAdvancedArgs(
@@ -103,20 +125,10 @@ def container(
     )
     return Container(
         resource_name,
-        docker.ContainerArgs(
-            name=c.name,
-            image=s.image,
-            hostname=c.hostname,
+        container_args(
+            planned,
+            entry,
             networks_advanced=attach,
-            envs=env_list(s, entry),
-            # the stub leaves out the dict form the provider takes (the same as a network's labels)
-            labels=docker_labels(planned.labels),  # type: ignore[arg-type]
-            volumes=[
-                docker.ContainerVolumeArgs(
-                    host_path=m.host_path, container_path=m.container_path, read_only=m.read_only
-                )
-                for m in s.mounts
-            ],
             ports=[
                 docker.ContainerPortArgs(
                     internal=planned.published.internal, external=planned.published.external, ip="127.0.0.1"
@@ -124,10 +136,8 @@ def container(
             ]
             if planned.published
             else None,
-            command=list(s.command) if s.command else None,
             entrypoints=list(s.entrypoint) if s.entrypoint else None,
             network_mode="none" if not attach else None,
-            user=s.user,
             capabilities=docker.ContainerCapabilitiesArgs(drops=["ALL"]) if s.sandboxed else None,
             security_opts=["no-new-privileges"] if s.sandboxed else None,
             memory=s.memory_mb,

@@ -36,10 +36,10 @@ from model.services import Mount
 from model.settings import SwarmNode
 from model.topology import Layout, Placement
 
-from .containers import after_image, env_list, secret_entries, secret_value
+from .containers import after_image, container_args, secret_entries, secret_value
 from .host_units import HostUnits
 from .images import Images
-from .networks import docker_labels, docker_networks
+from .networks import docker_networks
 from .sdk import Container
 from .step_resources import Step
 
@@ -377,30 +377,17 @@ class Swarm(pulumi.ComponentResource):
 
     def _one_shot(self, resource_name: str, planned: PlannedContainer, opts: pulumi.ResourceOptions) -> Container:
         """A container that runs to completion on the manager, attached to the internal overlay network."""
-        c, s = planned.placement, planned.spec
         return Container(
             resource_name,
-            docker.ContainerArgs(
-                name=c.name,
-                image=s.image,
-                hostname=c.hostname,
-                envs=env_list(s, self.entry),
-                user=s.user,
-                # ContainerArgs' stub leaves out the dict form its Container accepts (and the provider gets)
-                labels=docker_labels(planned.labels),  # type: ignore[arg-type]
+            container_args(
+                planned,
+                self.entry,
                 networks_advanced=[
                     docker.ContainerNetworksAdvancedArgs(
                         name=self.networks[a.network].name, aliases=list(a.aliases) if a.aliases is not None else None
                     )
                     for a in planned.networks
                 ],
-                volumes=[
-                    docker.ContainerVolumeArgs(
-                        host_path=m.host_path, container_path=m.container_path, read_only=m.read_only
-                    )
-                    for m in s.mounts
-                ],
-                command=list(s.command) if s.command else None,
                 must_run=False,
                 attach=True,
                 logs=True,
