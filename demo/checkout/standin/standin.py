@@ -27,6 +27,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -316,6 +317,11 @@ def mm_now() -> int:
     return int(time.time() * 1000)
 
 
+def mm_object(record: dict) -> dict:
+    """The fields a user, team or channel of the v4 API begins with (the stand-in never updates or deletes one)."""
+    return {"id": record["id"], "create_at": record["create_at"], "update_at": record["create_at"], "delete_at": 0}
+
+
 def role_mattermost() -> None:
     """The subset of the Mattermost v4 REST API the project and the demo use, with its request and response shapes:
     system ping, users (create, login with the session in the `Token` header, me, by username), teams (create, by
@@ -342,10 +348,7 @@ def role_mattermost() -> None:
 
     def user_json(u: dict) -> dict:
         return {
-            "id": u["id"],
-            "create_at": u["create_at"],
-            "update_at": u["create_at"],
-            "delete_at": 0,
+            **mm_object(u),
             "username": u["username"],
             "auth_data": "",
             "auth_service": "",
@@ -360,10 +363,7 @@ def role_mattermost() -> None:
 
     def team_json(t: dict) -> dict:
         return {
-            "id": t["id"],
-            "create_at": t["create_at"],
-            "update_at": t["create_at"],
-            "delete_at": 0,
+            **mm_object(t),
             "display_name": t["display_name"],
             "name": t["name"],
             "description": "",
@@ -377,10 +377,7 @@ def role_mattermost() -> None:
     def channel_json(c: dict) -> dict:
         posts = [p for p in store.data["posts"] if p["channel_id"] == c["id"]]
         return {
-            "id": c["id"],
-            "create_at": c["create_at"],
-            "update_at": c["create_at"],
-            "delete_at": 0,
+            **mm_object(c),
             "team_id": c["team_id"],
             "type": "O",
             "display_name": c["display_name"],
@@ -414,6 +411,10 @@ def role_mattermost() -> None:
         def team_by(self, key: str, value: str) -> dict | None:
             return next((t for t in store.data["teams"].values() if t[key] == value), None)
 
+        def found(self, record: dict | None, as_json: Callable[[dict], dict], error_id: str, message: str) -> None:
+            """The record as the API returns it, or Mattermost's 404 with the error's id and message."""
+            return self.send(200, as_json(record)) if record else self.fail(404, error_id, message)
+
         def do_GET(self) -> None:
             path = urllib.parse.urlsplit(self.path).path
             if path == "/api/v4/system/ping":
@@ -426,21 +427,13 @@ def role_mattermost() -> None:
                     return self.send(200, user_json(user))
                 m = re.fullmatch(r"/api/v4/users/username/([^/]+)", path)
                 if m:
-                    found = store.data["users"].get(m.group(1))
-                    return (
-                        self.send(200, user_json(found))
-                        if found
-                        else self.fail(404, "app.user.missing_account.const", "Unable to find the user.")
-                    )
+                    named = store.data["users"].get(m.group(1))
+                    return self.found(named, user_json, "app.user.missing_account.const", "Unable to find the user.")
                 m = re.fullmatch(r"/api/v4/teams/name/([^/]+)", path)
                 if m:
                     team = store.data["teams"].get(m.group(1))
-                    return (
-                        self.send(200, team_json(team))
-                        if team
-                        else self.fail(
-                            404, "app.team.get_by_name.missing.app_error", "Unable to find the existing team."
-                        )
+                    return self.found(
+                        team, team_json, "app.team.get_by_name.missing.app_error", "Unable to find the existing team."
                     )
                 m = re.fullmatch(r"/api/v4/teams/name/([^/]+)/channels/name/([^/]+)", path)
                 if m:
