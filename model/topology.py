@@ -121,6 +121,28 @@ def platform_placements(p: Profile) -> list[Placement]:
     return out
 
 
+def _member(
+    p: Profile,
+    task: str,
+    role: str,
+    n: int,
+    internal_ip: str | None,
+    data_ip: str | None = None,
+    router_ip: str | None = None,
+) -> Placement:
+    """A task's `n`th router or worker, named and labelled by its task and role."""
+    return Placement(
+        name=contract.member_name(p.profile, task, role, n),
+        role=role,
+        task=task,
+        index=n,
+        internal_ip=internal_ip,
+        data_ip=data_ip,
+        router_ip=router_ip,
+        labels=p.labels(role, task),
+    )
+
+
 def _derive(p: Profile) -> list[Placement]:
     internal, data = p.internal_network, p.data_network
     out = platform_placements(p)
@@ -129,28 +151,8 @@ def _derive(p: Profile) -> list[Placement]:
         for n in range(1, p.workers + 1):
             router_ip = p.member_ip(task, "router", n, internal) if team else None
             if team:
-                out.append(
-                    Placement(
-                        name=contract.member_name(p.profile, task, "router", n),
-                        role="router",
-                        task=task,
-                        index=n,
-                        internal_ip=router_ip,
-                        data_ip=p.router_data_ip(task, n, data),
-                        labels=p.labels("router", task),
-                    )
-                )
-            out.append(
-                Placement(
-                    name=contract.member_name(p.profile, task, "worker", n),
-                    role="worker",
-                    task=task,
-                    index=n,
-                    internal_ip=p.member_ip(task, "worker", n, internal),
-                    router_ip=router_ip,
-                    labels=p.labels("worker", task),
-                )
-            )
+                out.append(_member(p, task, "router", n, router_ip, data_ip=p.router_data_ip(task, n, data)))
+            out.append(_member(p, task, "worker", n, p.member_ip(task, "worker", n, internal), router_ip=router_ip))
         if p.kind in ROLES["snapshot"].kinds:
             out.append(
                 Placement(
