@@ -103,23 +103,31 @@ def _name(args: ResourceValidationArgs | PolicyResource | Viewed) -> str:
 
 
 def _policy(
-    kind: type,
-    name: str,
-    description: str,
-    validate: Callable[..., None],
-    config: dict[str, dict[str, Any]] | None = None,
-) -> Any:
-    return kind(
-        name=name,
-        description=description,
-        validate=validate,
-        enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=PolicyConfigSchema(properties=config) if config else None,
-    )
+    kind: type, name: str, description: str, config: dict[str, dict[str, Any]] | None = None
+) -> Callable[[Callable[..., None]], Any]:
+    """Declares the rule below it a mandatory policy of `kind` (a stack's or a resource's), with its name,
+    description and configuration schema."""
+
+    def declare(validate: Callable[..., None]) -> Any:
+        return kind(
+            name=name,
+            description=description,
+            validate=validate,
+            enforcement_level=EnforcementLevel.MANDATORY,
+            config_schema=PolicyConfigSchema(properties=config) if config else None,
+        )
+
+    return declare
 
 
 # --- 1: subnet capacity -------------------------------------------------------------------------------
-def _subnet_capacity(args: StackValidationArgs, report: Report) -> None:
+@_policy(
+    StackValidationPolicy,
+    "subnet-capacity",
+    "Every network's subnet holds all containers attached to it plus gateway and reserve.",
+    {"reserve": {"type": "integer", "default": contract.ADDRESS_RESERVE}},
+)
+def subnet_capacity(args: StackValidationArgs, report: Report) -> None:
     reserve = int(args.get_config().get("reserve", contract.ADDRESS_RESERVE))
     attached: Counter[str] = Counter()
     for c in containers(args):
@@ -140,17 +148,13 @@ def _subnet_capacity(args: StackValidationArgs, report: Report) -> None:
                 )
 
 
-subnet_capacity = _policy(
-    StackValidationPolicy,
-    "subnet-capacity",
-    "Every network's subnet holds all containers attached to it plus gateway and reserve.",
-    _subnet_capacity,
-    {"reserve": {"type": "integer", "default": contract.ADDRESS_RESERVE}},
-)
-
-
 # --- 2: networks do not overlap; static addresses inside their subnet and unique ---------------------
-def _subnets(args: StackValidationArgs, report: Report) -> None:
+@_policy(
+    StackValidationPolicy,
+    "subnets-disjoint",
+    "No two networks overlap; static addresses lie inside their subnet and are unique.",
+)
+def subnets_disjoint(args: StackValidationArgs, report: Report) -> None:
     nets: dict[str, ipaddress.IPv4Network] = {}
     for r in args.resources:
         if r.resource_type != NETWORK:
@@ -176,16 +180,16 @@ def _subnets(args: StackValidationArgs, report: Report) -> None:
             seen[(net, addr)] = c.name
 
 
-subnets_disjoint = _policy(
-    StackValidationPolicy,
-    "subnets-disjoint",
-    "No two networks overlap; static addresses lie inside their subnet and are unique.",
-    _subnets,
-)
-
-
 # --- 3: worker isolation -------------------------------------------------------------------------------
-def _worker_isolation(args: ResourceValidationArgs, report: Report) -> None:
+@_policy(
+    ResourceValidationPolicy,
+    "worker-isolation",
+    "Workers join only the internal network, publish no ports, are not privileged, mount no "
+    f"Docker socket or system directory, write only into the profile's data and run as "
+    f"{contract.WORKER_USER}.",
+    {"dataDir": {"type": "string"}, "nodeDataDirs": {"type": "array", "items": {"type": "string"}}},
+)
+def worker_isolation(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None or v.c.role != "worker":
         return
@@ -224,19 +228,15 @@ def _worker_isolation(args: ResourceValidationArgs, report: Report) -> None:
             report(f"{_name(args)} mounts {host} writable, outside the profile's data; workers write only there.")
 
 
-worker_isolation = _policy(
-    ResourceValidationPolicy,
-    "worker-isolation",
-    "Workers join only the internal network, publish no ports, are not privileged, mount no "
-    f"Docker socket or system directory, write only into the profile's data and run as "
-    f"{contract.WORKER_USER}.",
-    _worker_isolation,
-    {"dataDir": {"type": "string"}, "nodeDataDirs": {"type": "array", "items": {"type": "string"}}},
-)
-
-
 # --- 4: memory ceilings ----------------------------------------------------------------------------------
-def _memory(args: ResourceValidationArgs, report: Report) -> None:
+@_policy(
+    ResourceValidationPolicy,
+    "memory-ceilings",
+    f"Workers and routers have memory ceilings within the profile's and at most the contract's "
+    f"({contract.WORKER_MEMORY_MAX_GIB} GiB and {contract.ROUTER_MEMORY_MAX_GIB} GiB).",
+    {"workerMaxMb": {"type": "integer"}, "routerMaxMb": {"type": "integer"}},
+)
+def memory_ceilings(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None:
         return
@@ -255,18 +255,15 @@ def _memory(args: ResourceValidationArgs, report: Report) -> None:
         report(f"{_name(args)}: {problem}.")
 
 
-memory_ceilings = _policy(
-    ResourceValidationPolicy,
-    "memory-ceilings",
-    f"Workers and routers have memory ceilings within the profile's and at most the contract's "
-    f"({contract.WORKER_MEMORY_MAX_GIB} GiB and {contract.ROUTER_MEMORY_MAX_GIB} GiB).",
-    _memory,
-    {"workerMaxMb": {"type": "integer"}, "routerMaxMb": {"type": "integer"}},
-)
-
-
 # --- 5: credentials stay where they belong ----------------------------------------------------------------
-def _credentials(args: StackValidationArgs, report: Report) -> None:
+@_policy(
+    StackValidationPolicy,
+    "credentials-contained",
+    "Only the egress proxy holds the model credential; workers hold only the local proxy "
+    "credential; no label carries a password or token.",
+    {"modelCredentialRoles": {"type": "array", "items": {"type": "string"}, "default": ["egress-proxy"]}},
+)
+def credentials_contained(args: StackValidationArgs, report: Report) -> None:
     allowed = args.get_config().get("modelCredentialRoles", ["egress-proxy"])
     model_values, secret_values = set(), set()
     cs = containers(args)
@@ -308,18 +305,13 @@ def _credentials(args: StackValidationArgs, report: Report) -> None:
                 )
 
 
-credentials_contained = _policy(
-    StackValidationPolicy,
-    "credentials-contained",
-    "Only the egress proxy holds the model credential; workers hold only the local proxy "
-    "credential; no label carries a password or token.",
-    _credentials,
-    {"modelCredentialRoles": {"type": "array", "items": {"type": "string"}, "default": ["egress-proxy"]}},
-)
-
-
 # --- 6: published ports bind 127.0.0.1; a baseline publishes none ---------------------------------------
-def _loopback_ports(args: ResourceValidationArgs, report: Report) -> None:
+@_policy(
+    ResourceValidationPolicy,
+    "loopback-ports-only",
+    "Published ports bind 127.0.0.1 only; a baseline publishes none.",
+)
+def loopback_ports(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None:
         return
@@ -342,16 +334,14 @@ def _loopback_ports(args: ResourceValidationArgs, report: Report) -> None:
             )
 
 
-loopback_ports = _policy(
-    ResourceValidationPolicy,
-    "loopback-ports-only",
-    "Published ports bind 127.0.0.1 only; a baseline publishes none.",
-    _loopback_ports,
-)
-
-
 # --- 7: images --------------------------------------------------------------------------------------------
-def _images(args: ResourceValidationArgs, report: Report) -> None:
+@_policy(
+    ResourceValidationPolicy,
+    "image-pins",
+    "Cleanroom images pinned by digest; no built image tagged latest; private tags for uncached builds.",
+    {"allowUnpinnedCleanroom": {"type": "boolean", "default": False}},
+)
+def image_pins(args: ResourceValidationArgs, report: Report) -> None:
     if args.resource_type != IMAGE:
         return
     name = str(args.props.get("name", ""))
@@ -378,17 +368,15 @@ def _images(args: ResourceValidationArgs, report: Report) -> None:
             report(f"{_name(args)} is an uncached build under the shared tag {shared[0]!r}; use a private tag.")
 
 
-image_pins = _policy(
-    ResourceValidationPolicy,
-    "image-pins",
-    "Cleanroom images pinned by digest; no built image tagged latest; private tags for uncached builds.",
-    _images,
-    {"allowUnpinnedCleanroom": {"type": "boolean", "default": False}},
-)
-
-
 # --- 8: team limits ------------------------------------------------------------------------------------------
-def _team_limits(args: StackValidationArgs, report: Report) -> None:
+@_policy(
+    StackValidationPolicy,
+    "team-limits",
+    "Mattermost users exceed every task's workers plus administrators; MySQL connections cover "
+    f"{contract.CONNECTIONS_PER_ROUTER} per router plus the platform.",
+    {"administrators": {"type": "integer"}, "platformConnections": {"type": "integer"}},
+)
+def team_limits(args: StackValidationArgs, report: Report) -> None:
     """The contract's team-limit rule on the rendered containers; the profile's numbers come from the policy config
     `new_stack` writes (the profile's defaults otherwise). The team's size is the bootstrap's own WORKERS (one task's,
     each with its router) and TASKS (every task's agents join the chat): the bootstrap sits beside Mattermost and MySQL
@@ -416,18 +404,17 @@ def _team_limits(args: StackValidationArgs, report: Report) -> None:
             report(f"container {where.name!r}: {key} {problem}.")
 
 
-team_limits = _policy(
-    StackValidationPolicy,
-    "team-limits",
-    "Mattermost users exceed every task's workers plus administrators; MySQL connections cover "
-    f"{contract.CONNECTIONS_PER_ROUTER} per router plus the platform.",
-    _team_limits,
-    {"administrators": {"type": "integer"}, "platformConnections": {"type": "integer"}},
-)
-
-
 # --- 9: model settings ----------------------------------------------------------------------------------------
-def _model(args: ResourceValidationArgs, report: Report) -> None:
+@_policy(
+    ResourceValidationPolicy,
+    "model-settings",
+    "Model and effort match the pinned ones unless allowed; hours and deadline agree.",
+    {
+        "allowedModels": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_MODEL]},
+        "allowedEfforts": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_EFFORT]},
+    },
+)
+def model_settings(args: ResourceValidationArgs, report: Report) -> None:
     v = viewed(args)
     if v is None or v.c.role not in ("egress-proxy", "worker"):
         return
@@ -448,20 +435,13 @@ def _model(args: ResourceValidationArgs, report: Report) -> None:
             )
 
 
-model_settings = _policy(
-    ResourceValidationPolicy,
-    "model-settings",
-    "Model and effort match the pinned ones unless allowed; hours and deadline agree.",
-    _model,
-    {
-        "allowedModels": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_MODEL]},
-        "allowedEfforts": {"type": "array", "items": {"type": "string"}, "default": [contract.PINNED_EFFORT]},
-    },
-)
-
-
 # --- 10: labels --------------------------------------------------------------------------------------------------
-def _labels(args: ResourceValidationArgs, report: Report) -> None:
+@_policy(
+    ResourceValidationPolicy,
+    "labels-present",
+    "Every container, network and volume carries the profile and Compose-project labels.",
+)
+def labels_present(args: ResourceValidationArgs, report: Report) -> None:
     if args.resource_type not in LABELLED:
         return
     labels = label_map(args.props)
@@ -478,16 +458,21 @@ def _labels(args: ResourceValidationArgs, report: Report) -> None:
         )
 
 
-labels_present = _policy(
-    ResourceValidationPolicy,
-    "labels-present",
-    "Every container, network and volume carries the profile and Compose-project labels.",
-    _labels,
-)
-
-
 # --- 11: the swarm plan fits its nodes --------------------------------------------------------------------------
-def _swarm_placement(args: StackValidationArgs, report: Report) -> None:
+@_policy(
+    StackValidationPolicy,
+    "swarm-placement",
+    "Swarm services are pinned to nodes of the profile and what runs on a node at once fits it.",
+    {
+        "nodes": {"type": "object"},
+        "platformNode": {"type": ["string", "null"]},
+        "platformMemoryMb": {"type": "integer"},
+        "platformCpus": {"type": "number"},
+        "workerCpus": {"type": "number"},
+        "routerCpus": {"type": "number"},
+    },
+)
+def swarm_placement(args: StackValidationArgs, report: Report) -> None:
     """Every service is pinned to a node of the profile; per node and task, the members' memory ceilings, the CPUs
     they count for and the pairs (plus the platform where it runs) fit the node, by placement.fit_problem."""
     services = [r for r in args.resources if r.resource_type == SERVICE]
@@ -536,22 +521,6 @@ def _swarm_placement(args: StackValidationArgs, report: Report) -> None:
         )
         if problem := placement.fit_problem(node, cap, load + (platform if node in platform_on else placement.Load())):
             report(f"{problem}{f' (task {task})' if task else ''}; add nodes or lower the ceilings.")
-
-
-swarm_placement = _policy(
-    StackValidationPolicy,
-    "swarm-placement",
-    "Swarm services are pinned to nodes of the profile and what runs on a node at once fits it.",
-    _swarm_placement,
-    {
-        "nodes": {"type": "object"},
-        "platformNode": {"type": ["string", "null"]},
-        "platformMemoryMb": {"type": "integer"},
-        "platformCpus": {"type": "number"},
-        "workerCpus": {"type": "number"},
-        "routerCpus": {"type": "number"},
-    },
-)
 
 
 POLICIES = [
