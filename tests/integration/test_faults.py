@@ -1,23 +1,38 @@
 """The fault matrix's cheap cells (scripts/lab/faults.py; the whole matrix is `make faults`), a second `up` that plans
-no change, and one profile destroyed beside another that runs on: the other sees no change."""
+no change, and one profile destroyed beside another that runs on: the other sees no change. One bare profile
+(`beside`), up once for the last three tests, is the one whose second `up` plans nothing, the one that sees no change
+while another is stopped and destroyed, and the one beside the kills. The cells' runs have the tests' task budget."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from model import contract
 from scripts.lab import faults
+from tests.integration.test_demo import BUDGET_HOURS
 
 # what the demo's shape scores and leaves when nothing goes wrong (the clean run of `make faults` measures it)
 CLEAN = faults.Outcome(
     score=1.0, complete=True, completed=1, failed=0, preserved={faults.TASK: True}, index_terminal=True, containers=12
 )
+
+
+def bare_sandbox(tag: str) -> faults.Sandbox:
+    """A sandbox of the demo's bare topology (no steps), not yet created; `remove` cleans it up."""
+    return faults.Sandbox(Path(tempfile.mkdtemp(prefix=f"agensh-faults-{tag}-")), tag, run_steps=False)
+
+
+def remove(s: faults.Sandbox) -> None:
+    s.cleanup()
+    shutil.rmtree(s.tmp, ignore_errors=True)
 
 
 @pytest.fixture
@@ -26,15 +41,14 @@ def bare(pulumi_engine: str, base_image: str):
     made: list[faults.Sandbox] = []
 
     def make(tag: str) -> faults.Sandbox:
-        s = faults.Sandbox(Path(tempfile.mkdtemp(prefix=f"agensh-faults-{tag}-")), tag, run_steps=False)
+        s = bare_sandbox(tag)
         made.append(s)
         s.create()
         return s
 
     yield make
     for s in made:
-        s.cleanup()
-        shutil.rmtree(s.tmp, ignore_errors=True)
+        remove(s)
 
 
 def up(s: faults.Sandbox, *extra: str) -> None:
@@ -42,10 +56,47 @@ def up(s: faults.Sandbox, *extra: str) -> None:
     assert faults.finish(s, proc) == 0, s.last_log(30)
 
 
-def test_a_second_up_plans_no_change(bare):
+@pytest.fixture(scope="module")
+def beside(pulumi_engine: str, base_image: str) -> Iterator[faults.Sandbox]:
+    """One bare profile up for the module's tests (each checks it saw no change of its own), destroyed and removed
+    after the last, also when one failed."""
+    s = bare_sandbox("beside")
+    try:
+        s.create()
+        up(s)
+        yield s
+    finally:
+        remove(s)
+
+
+@pytest.fixture(autouse=True)
+def short_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cells' runs have the tests' task budget (tests/integration/test_demo.py's BUDGET_HOURS: the same steps,
+    the reminder still sent, 36 s less of waiting for the deadline per run)."""
+    monkeypatch.setattr(faults, "sandbox", functools.partial(faults.sandbox, hours=BUDGET_HOURS))
+
+
+def test_a_reboot_then_a_full_disk_while_archiving(pulumi_engine: str, base_image: str):
+    """One run on a data root of its own (a small tmpfs): the host goes down as the export starts waiting (the
+    session dies, the reboot guard stops the profile's containers) and is recovered with `pulumi up --refresh`; the
+    data root then fills while the workers seal their archives, and is recovered by making room and the same `up`.
+    It scores what a clean run scores, with verified copies, and nothing left behind."""
+    verdict = faults.run_sequence(["reboot@export", "disk-full@shutdown"], CLEAN)
+    assert verdict.verdict == "held", verdict
+
+
+def test_a_data_root_full_while_the_team_works_marks_the_task(pulumi_engine: str, base_image: str):
+    """The data root (a small tmpfs of the run's own) fills as the export starts waiting for the deadline, while the
+    team works: it cannot push, which no recovery brings back, so the run says so. The task is marked DATA_ROOT_FULL,
+    scored incomplete and counted failed; after making room and the same launch, nothing else differs from a clean
+    run: the copies verified, nothing left running, destroy leaving nothing."""
+    verdict = faults.run_sequence(["disk-full@export"], CLEAN, stacks="one")  # the other cells: a stack per task
+    assert verdict.verdict == "marked", verdict  # only where the task holds the marker and all else held
+
+
+def test_a_second_up_plans_no_change(beside):
     """Routers and workers carry a memory ceiling; the one Docker fills in (swap) is given, so nothing differs."""
-    s = bare("again")
-    up(s)
+    s = beside  # up once, by the fixture
     plan = s.preview("--diff", "--expect-no-changes")
     assert plan.returncode == 0, plan.stdout[-2000:]
     memory = {
@@ -56,14 +107,13 @@ def test_a_second_up_plans_no_change(bare):
     assert len(ceilings) == 4 and all(m == swap for m, swap in ceilings)  # 2 routers, 2 workers: no swap beyond
 
 
-def test_down_and_destroy_beside_another_profile_leave_it_untouched(bare):
+def test_down_and_destroy_beside_another_profile_leave_it_untouched(beside, bare):
     """Two demo-shaped profiles on one host share the pulled images (the real Gitea and MariaDB). `make down` of one
     stops all its containers and keeps its data; the documented `pulumi up --refresh` brings its platform back (its
     routers and workers are the steps' to start: the wake step, or the watchdog while the team works); destroying it
     then ends cleanly and removes none of the shared images; and the other's containers, images and plan do not
     change through any of it."""
-    a, b = bare("keep"), bare("gone")
-    up(a)
+    a, b = beside, bare("gone")
     up(b)
     before = a.footprint()
     assert len(before.containers) == CLEAN.containers and before.tags  # the bare topology: the same containers
@@ -83,7 +133,7 @@ def test_down_and_destroy_beside_another_profile_leave_it_untouched(bare):
     assert plan.returncode == 0, plan.stdout[-2000:]
 
 
-def test_kills_at_preview_seed_shutdown_and_evaluation_and_a_hanging_model(bare):
+def test_kills_at_preview_seed_shutdown_and_evaluation_and_a_hanging_model(beside):
     """One run meets, in order: its whole launch session killed while the launch's preview declares the stack and
     again while the seed step works, the model hanging on every agent's next request after the kickoff, the session
     killed while the shutdown seals the archives and again while the evaluator runs; each time `pulumi cancel` and
@@ -91,26 +141,7 @@ def test_kills_at_preview_seed_shutdown_and_evaluation_and_a_hanging_model(bare)
     behind; and another profile up beside it all the while sees no change (containers, networks, image tags). The
     profile runs as a stack per task (model/parts.py), so the kills hit the platform's, the task's and the launch
     between them."""
-    other = bare("beside")
-    up(other)
+    other = beside
     cells = ["sigkill@preview", "sigkill@seed", "model-hang@kickoff", "sigkill@shutdown", "sigkill@evaluate"]
     verdict = faults.run_sequence(cells, CLEAN, beside=other)
     assert verdict.verdict == "held", verdict
-
-
-def test_a_reboot_then_a_full_disk_while_archiving(pulumi_engine: str, base_image: str):
-    """One run on a data root of its own (a small tmpfs): the host goes down as the export starts waiting (the
-    session dies, the reboot guard stops the profile's containers) and is recovered with `pulumi up --refresh`; the
-    data root then fills while the workers seal their archives, and is recovered by making room and the same `up`.
-    It scores what a clean run scores, with verified copies, and nothing left behind."""
-    verdict = faults.run_sequence(["reboot@export", "disk-full@shutdown"], CLEAN)
-    assert verdict.verdict == "held", verdict
-
-
-def test_a_data_root_full_while_the_team_works_marks_the_task(pulumi_engine: str, base_image: str):
-    """The data root (a small tmpfs of the run's own) fills as the export starts waiting for the deadline, while the
-    team works: it cannot push, which no recovery brings back, so the run says so. The task is marked DATA_ROOT_FULL,
-    scored incomplete and counted failed; after making room and the same launch, nothing else differs from a clean
-    run: the copies verified, nothing left running, destroy leaving nothing."""
-    verdict = faults.run_sequence(["disk-full@export"], CLEAN, stacks="one")  # the other cells: a stack per task
-    assert verdict.verdict == "marked", verdict  # only where the task holds the marker and all else held
