@@ -371,13 +371,24 @@ def docker_kill(role: str) -> Callable[[Sandbox, subprocess.Popen[str]], None]:
     return inject
 
 
+HANG_STUCK_MS = 15_000  # the routers' silence limit in a run whose model hangs
+
+
 def model_fault(kind: str) -> Callable[[Sandbox, subprocess.Popen[str]], None]:
     """The stand-in model answers each agent's next request with `kind` (hang, error: 503, cut: a cut stream)."""
 
     def inject(s: Sandbox, proc: subprocess.Popen[str]) -> None:
-        body = json.dumps({"faults": [f"{kind}@{n}" for n in range(1, 3)]})
+        faults = [f"{kind}@{n}" for n in range(1, 3)]
         url = "http://127.0.0.1:8080/faults"
-        s.docker("exec", s.container("model"), "curl", "-s", "-X", "POST", "-d", body, url, check=True)
+        auth = f"Authorization: Bearer {s.host_env[contract.MODEL_CREDENTIAL_ENV]}"  # the model's own credential
+        body = json.dumps({"faults": faults})
+        got = s.docker("exec", s.container("model"), "curl", "-s", "-X", "POST", "-H", auth, "-d", body, url)
+        try:  # curl exits 0 on a refusal: the model's answer says whether the faults are armed
+            armed = set(json.loads(got.stdout).get("pending", [])) >= set(faults)
+        except ValueError:
+            armed = False
+        if not armed:
+            raise RuntimeError(f"the stand-in model did not arm {faults}: {got.stdout[-300:]} {got.stderr[-300:]}")
 
     return inject
 
@@ -611,6 +622,8 @@ def run_sequence(
         small_disk=any(f.name == "disk-full" for f, _ in plan),
         own_engine=any(f.own_engine for f, _ in plan),
         stacks=stacks,
+        # a hung model request is the routers' silence watchdog's to cancel: soon, not after the default 20 minutes
+        **({"mini_router_stuck_ms": HANG_STUCK_MS} if any(f.name == "model-hang" for f, _ in plan) else {}),
     ) as s:
         proc = s.up()
         pending = FAULTS["sigkill"]  # the recovery owed when the up ends failed: the last fault that did not kill it
