@@ -172,21 +172,13 @@ class Experiment(pulumi.ComponentResource):
     def _after(self, suffix: str, task: str | None) -> list[pulumi.Resource]:
         """What node `suffix` (of `task`) runs after, as this stack's resources: the graph's arrows into another
         stack are the launch's order instead (model/parts.py)."""
-        tasks, found = self.p.tasks, []
-        keys: list[tuple[str, str | None]]
-        for ref in step_graph.after(step_graph.BY_SUFFIX[suffix], self.run):
-            if ref.item.scope != "task":
-                keys = [(ref.suffix, None)]
-            elif ref.task == "every":
-                keys = [(ref.suffix, t) for t in tasks]
-            elif ref.task == "previous":
-                assert task is not None
-                k = tasks.index(task)
-                keys = [(ref.suffix, tasks[k - 1])] if k else []
-            else:
-                keys = [(ref.suffix, task)]
-            found += [r for key in keys for r in self.made.get(key, []) if r is not None]
-        return found
+        return [
+            r
+            for ref in step_graph.after(step_graph.BY_SUFFIX[suffix], self.run)
+            for t in step_graph.tasks_of(ref, task, self.p.tasks)
+            for r in self.made.get((ref.suffix, t), [])
+            if r is not None
+        ]
 
     def _opts(self, suffix: str, task: str | None) -> pulumi.ResourceOptions:
         return self.opts(*self._after(suffix, task))
@@ -328,18 +320,11 @@ class Experiment(pulumi.ComponentResource):
         order): it reads the receipts of the steps the graph says it follows (model/step_graph.py: needed_before) in
         the run directory."""
         p, rd = self.p, RunDir.of(self.p)
-        tasks = p.tasks
-        needed: list[tuple[steps.StepDef, str | None]] = []
-        for ref in step_graph.needed_before("task" if part.kind == "task" else "record", self.run):
-            step = cast(steps.StepDef, ref.item)
-            if ref.item.scope != "task":
-                needed.append((step, None))
-            elif ref.task == "previous":
-                assert part.task is not None
-                k = tasks.index(part.task)
-                needed += [(step, tasks[k - 1])] if k else []
-            else:
-                needed += [(step, t) for t in tasks]
+        needed = [
+            (cast(steps.StepDef, ref.item), t)
+            for ref in step_graph.needed_before("task" if part.kind == "task" else "record", self.run)
+            for t in step_graph.tasks_of(ref, part.task, p.tasks)
+        ]
         missing = [
             f"{step.name}{f' of {task}' if task else ''}"
             for step, task in needed

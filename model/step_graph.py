@@ -131,6 +131,20 @@ def after(item: Item, run: Run) -> list[Ref]:
     return refs
 
 
+def tasks_of(ref: Ref, task: str | None, tasks: list[str]) -> list[str | None]:
+    """Whose node an arrow from `task`'s node (None: a platform's or the record's) names: None for a node of the
+    platform or the record, else the same task, the previous one (none for the first) or every task."""
+    if ref.item.scope != "task":
+        return [None]
+    if ref.task == "every":
+        return list(tasks)
+    if ref.task == "previous":
+        assert task is not None
+        k = tasks.index(task)
+        return [tasks[k - 1]] if k else []
+    return [task]
+
+
 def order(run: Run, scope: Scope) -> list[Item]:
     """The run's nodes of one scope, each after what it runs after (table order where the graph leaves it free)."""
     todo = [i for i in ITEMS if i.scope == scope and run.has(i)]

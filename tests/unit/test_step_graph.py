@@ -89,3 +89,12 @@ def test_the_design_docs_table_is_the_graphs():
     assert graph_table.with_table(text) == text, "docs/design.md's step graph is stale: scripts.cli steps --update"
     for item in g.ITEMS:
         assert f"| `{item.suffix}` |" in text
+
+
+def test_an_arrow_names_the_same_task_the_previous_one_every_one_or_none():
+    tasks = ["a", "b"]
+    assert g.tasks_of(g.Ref("preflight-platform"), "b", tasks) == [None]
+    assert g.tasks_of(g.Ref("seed"), "b", tasks) == ["b"]
+    assert g.tasks_of(g.Ref("shutdown", "previous"), "b", tasks) == ["a"]
+    assert g.tasks_of(g.Ref("shutdown", "previous"), "a", tasks) == []
+    assert g.tasks_of(g.Ref("preserve", "every"), None, tasks) == ["a", "b"]
