@@ -2,7 +2,7 @@
 
 `OneHost` runs them as containers of this host's Docker, on the profile's networks; `OnSwarm` as services of a Docker
 Swarm through its manager (components/swarm.py), its images published to the swarm's registry and every node's
-directories prepared by a step. The experiment asks the engine for what differs (its networks and images, how a
+directories prepared by a step. The parts ask the engine for what differs (its networks and images, how a
 container is declared, what the steps need to reach it, the platform's outputs) and never which engine it is:
 `engine_of` is the one place that chooses.
 """
@@ -30,13 +30,13 @@ from .networks import Networks
 from .step_resources import Step
 from .swarm import Swarm
 
-Opts = Callable[..., pulumi.ResourceOptions]  # the experiment's options: its child, after the resources given
+Opts = Callable[..., pulumi.ResourceOptions]  # a part's options: its child, after the resources given
 
 
 @dataclass(frozen=True)
 class EngineArgs:
     """What an engine is made from: the experiment's name, profile, layout and secrets, the checkout its images are
-    built from, and the experiment's options (its resources are the experiment's children)."""
+    built from, and the options of its resources (children of the platform's part)."""
 
     name: str
     p: Profile
@@ -45,11 +45,11 @@ class EngineArgs:
     checkout: Path
     revision: str | None
     opts: Opts
-    parent: pulumi.Resource
 
 
 class Engine(ABC):
-    """What the experiment needs of the engine; the resources are its children, under the names they always had."""
+    """What the parts need of the engine; its resources are the platform part's children, under the names they always
+    had."""
 
     images: Images | None = None  # None: made by another stack (the platform's)
     networks: Networks | None = None
@@ -63,7 +63,7 @@ class Engine(ABC):
         self.p, self.layout = p, layout
 
     def node_units(self, ssh_key: pulumi.Input[str] | None, opts: pulumi.ResourceOptions) -> list[HostUnits]:
-        """The slice and guard of the engine's other hosts (this host's are the experiment's)."""
+        """The slice and guard of the engine's other hosts (this host's are the platform part's)."""
         return []
 
     def prepare(self, data: Step, opts: Opts) -> Step | None:
@@ -138,7 +138,9 @@ class OnSwarm(Engine):
     def __init__(self, a: EngineArgs) -> None:
         super().__init__(a.p, a.layout)
         self.swarm = Swarm(f"{a.name}-swarm", a.p, a.layout, a.secrets, a.checkout, a.opts())
-        manager = pulumi.ResourceOptions(parent=a.parent, providers={"docker": self.swarm.provider})
+        manager = pulumi.ResourceOptions.merge(
+            a.opts(), pulumi.ResourceOptions(providers={"docker": self.swarm.provider})
+        )
         build_network = self.swarm.s.build_network
         self.images = images = Images(f"{a.name}-images", a.p, a.checkout, a.revision, manager, build_network)
         self.swarm.publish(images)

@@ -2,8 +2,8 @@
 `when`) and from the few nodes that are resources rather than steps (NODES: the engine's parts, the platform
 services, a task's team).
 
-Everything that needs the order reads it here: the experiment declares its resources in `order` with the
-dependencies of `after` (components/experiment.py); `make status` names a task's phase by its latest step done
+Everything that needs the order reads it here: the experiment's parts declare their resources in `order` with the
+dependencies of `after` (components/walk.py); `make status` names a task's phase by its latest step done
 (`phases`); the launch hands over to the next task when `handover` has its receipt (scripts/cli/launch.py); a part
 stack's update refuses until `needed_before` has receipts; and the table in docs/design.md is rendered from it
 (`python -m scripts.cli steps --update docs/design.md`; tests/unit/test_step_graph.py fails when it is stale).

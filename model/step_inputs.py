@@ -13,11 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from model import contract
 from model.checkout import DEFAULT_CONVENTION, ConventionName
 from model.contract import READY_TIMEOUT_S
 from model.image_plan import plan
 from model.profile import Profile
-from model.rundir import RunDir
+from model.rundir import CopyDir, ProfileDir, RunDir
 from model.services import operator_url
 from model.topology import Layout
 
@@ -38,6 +39,11 @@ class ProfileDataInputs(BaseModel):
     profile_dir: str
     profile: str
     traj_root: str  # where each run's verified copy must be before destroy deletes the data
+
+
+def profile_data(p: Profile) -> ProfileDataInputs:
+    """The profile's data step's inputs, and the guard the run's preservation checks before a destroy."""
+    return ProfileDataInputs(profile_dir=str(ProfileDir.of(p).path), profile=p.profile, traj_root=p.traj_root)
 
 
 class PreflightHostInputs(Inputs):
@@ -121,6 +127,34 @@ class ManifestInputs(Inputs):
     attempt: int = 1
     copy_dir: str
     start_at: str | None = None  # the scheduled launch time (the profile's start_at)
+
+
+def manifest(p: Profile, project_dir: Path, checkout: Path) -> ManifestInputs:
+    """The manifest's inputs, the same at the run's start and finish (the image ids come once they exist)."""
+    return ManifestInputs(
+        run_dir=str(RunDir.of(p).path),
+        project_dir=str(project_dir),
+        checkout=str(checkout),
+        profile=p.model_dump(mode="json"),
+        profile_digest=p.digest(),
+        attempt=p.eval_attempt,
+        copy_dir=copy_dir(p),
+        start_at=p.start_at,
+    )
+
+
+def copy_dir(p: Profile) -> str:
+    """Where the run's verified copy goes."""
+    return str(CopyDir.of(p.traj_root, p.profile, p.run_id).path)
+
+
+def archive_dirs(p: Profile, layout: Layout, task: str) -> dict[str, str]:
+    """Each agent of a task, and the directory its archive is sealed into in this run."""
+    pd = ProfileDir.of(p)
+    return {
+        agent: str(pd.archive_dir(agent, p.run_id))
+        for agent in (contract.agent_id(task, c.index or 0) for c in layout.members(task, "worker"))
+    }
 
 
 class GiteaInputs(TaskInputs):

@@ -35,6 +35,7 @@ class Reg:
     parent: str
     deps: list[str]
     urn: str
+    aliases: list[str]  # each alias's parent (the engine finds the resource under it in a stack made before)
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -62,8 +63,9 @@ class RecordingMonitor(MockMonitor):
     def RegisterResource(self, request):  # noqa: N802 (gRPC name)
         resp = super().RegisterResource(request)
         inputs = pulumi.runtime.rpc.deserialize_properties(request.object) if request.custom else {}
+        aliases = [a.spec.parentUrn for a in request.aliases]
         self.regs[request.name] = Reg(
-            request.type, request.name, inputs, request.parent, list(request.dependencies), resp.urn
+            request.type, request.name, inputs, request.parent, list(request.dependencies), resp.urn, aliases
         )
         return resp
 

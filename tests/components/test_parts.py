@@ -63,7 +63,9 @@ def test_the_parts_declare_the_whole_profile_between_them(profile):
         assert not {"docker:index/network:Network", "docker:index/remoteImage:RemoteImage"} & kinds[task_stack]
     assert not any(n.endswith("-seed") for n in platform)
     assert all("ajeetdsouza" not in n for n in first) and all("jgm-pandoc" not in n for n in second)
-    assert sorted(n.rsplit("-", 1)[-1] for n in record if n not in root) == ["finish", "report", "run"]
+    assert record["experiment-record-part"].type == "agensh:index:RecordPart"
+    steps = [n for n, r in record.items() if r.parent.endswith("::experiment-record-part")]
+    assert sorted(n.rsplit("-", 1)[-1] for n in steps) == ["finish", "report", "run"]
 
 
 def test_a_part_refuses_its_update_before_the_stacks_it_follows(profile):
@@ -108,3 +110,28 @@ def test_the_pack_counts_the_whole_team_in_the_platform_stack(tmp_path: Path):
         "platform's 100 (108); set it to 108 or more.",
     ]
     assert len(got) == 3 and all(m == [] for m in got.values())
+
+
+@pytest.mark.parametrize("stack", ["cohort-w8", "baseline-pandoc", "cohort-w120-swarm"])
+def test_the_experiment_holds_only_its_parts_and_their_children_alias_it(tmp_path: Path, stack: str):
+    """The experiment's children are its parts (the platform's, each task's, the record's); each child of a part names
+    the experiment as its parent of before, so a stack made before the parts were components keeps every resource
+    (tests/integration/test_faults.py upgrades a real one in place and plans no change)."""
+    per_task = [] if stack.endswith("-swarm") else [Part("task", TASKS[0]), Part("record")]  # a swarm: one stack
+    for part in (parts.WHOLE, *per_task):
+        profile = stack_profile(stack, tmp_path, tasks=TASKS[:1], stacks="one" if part == parts.WHOLE else "per-task")
+        regs = declared(profile, part)
+        by_urn = {r.urn: r for r in regs.values()}
+        experiment = regs["experiment"].urn
+        kids = sorted(r.type for r in regs.values() if r.parent == experiment)
+        assert (
+            kids
+            == {
+                parts.WHOLE: ["agensh:index:PlatformPart", "agensh:index:RecordPart", "agensh:index:TaskPart"],
+                Part("task", TASKS[0]): ["agensh:index:TaskPart"],
+                Part("record"): ["agensh:index:RecordPart"],
+            }[part]
+        )
+        moved = [r for r in regs.values() if r.parent in by_urn and by_urn[r.parent].parent == experiment]
+        assert moved and all(r.aliases == [experiment] for r in moved), [r.name for r in moved if not r.aliases]
+        assert all(r.aliases == [] for r in regs.values() if r not in moved)  # the others inherit their parent's

@@ -38,6 +38,7 @@ def test_every_declared_step_is_the_tables(tmp_path: Path, run_program):
     assert declared == set(steps.STEPS)
 
 
+HOLDERS = {f"agensh:index:{c}" for c in ("Experiment", "PlatformPart", "TaskPart", "RecordPart")}
 COMPONENT_NODES = {
     "agensh:index:Platform": "services",
     "agensh:index:Team": "team",
@@ -69,8 +70,8 @@ def test_each_step_waits_for_what_the_graph_says(tmp_path: Path, run_program, st
     platform = {r.urn for r in regs.values() if r.type == "agensh:index:Platform"}
 
     def top(urn: str) -> str:
-        """The resource's step, or the component below the experiment that holds it."""
-        while by_urn[urn].parent in by_urn and by_urn[by_urn[urn].parent].type != "agensh:index:Experiment":
+        """The resource's step, or the component below the experiment's part that holds it."""
+        while by_urn[urn].parent in by_urn and by_urn[by_urn[urn].parent].type not in HOLDERS:
             urn = by_urn[urn].parent
         return urn
 

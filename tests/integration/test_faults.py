@@ -16,9 +16,16 @@ from pathlib import Path
 import pytest
 
 from model import contract
+from model.project import ROOT
 from scripts.lab import faults
+from tests.conftest import require
 from tests.integration.test_demo import BUDGET_HOURS
+from tests.integration.test_step_migration import CODE, put_code
 
+# The last commit whose experiment declared every resource as its own child, before the platform, each task and the
+# record were components of their own (components/walk.py: their children carry an alias to the experiment).
+PARTS_LEGACY = "0024632a5a6f54326c690cd58d5a793c96d84f81"
+PARTS = {"agensh:index:PlatformPart", "agensh:index:TaskPart"}  # a bare profile's (no record without steps)
 # what the demo's shape scores and leaves when nothing goes wrong (the clean run of `make faults` measures it)
 CLEAN = faults.Outcome(
     score=1.0, complete=True, completed=1, failed=0, preserved={faults.TASK: True}, index_terminal=True, containers=12
@@ -59,10 +66,26 @@ def up(s: faults.Sandbox, *extra: str) -> None:
 @pytest.fixture(scope="module")
 def beside(pulumi_engine: str, base_image: str) -> Iterator[faults.Sandbox]:
     """One bare profile up for the module's tests (each checks it saw no change of its own), destroyed and removed
-    after the last, also when one failed."""
+    after the last, also when one failed. Its up is by the code of PARTS_LEGACY, and the copy then upgraded in place
+    to this checkout's, so every plan of it also checks that a stack made before the parts were components keeps
+    every resource (their aliases)."""
     s = bare_sandbox("beside")
     try:
         s.create()
+        archive = subprocess.run(["git", "archive", PARTS_LEGACY, *CODE], cwd=ROOT, capture_output=True)
+        require(archive.returncode == 0, f"commit {PARTS_LEGACY[:7]} in this checkout's history (a full clone)")
+        legacy = s.tmp / "legacy"
+        legacy.mkdir()
+        subprocess.run(["tar", "-x", "-C", str(legacy)], input=archive.stdout, check=True)
+        put_code(s.proj, legacy)
+        up(s)
+        put_code(s.proj, ROOT)
+        # the upgrade's plan: the parts' components created, every resource found where it was by its alias
+        plan = s.preview("--json")
+        changes = {step["urn"]: step["op"] for step in json.loads(plan.stdout)["steps"]}
+        assert {op for op in changes.values() if op != "same"} == {"create"}, plan.stdout[-2000:]
+        made = {urn.split("::")[2].rsplit("$", 1)[-1] for urn, op in changes.items() if op == "create"}
+        assert made == PARTS, plan.stdout[-2000:]
         up(s)
         yield s
     finally:
@@ -95,7 +118,8 @@ def test_a_data_root_full_while_the_team_works_marks_the_task(pulumi_engine: str
 
 
 def test_a_second_up_plans_no_change(beside):
-    """Routers and workers carry a memory ceiling; the one Docker fills in (swap) is given, so nothing differs."""
+    """Routers and workers carry a memory ceiling; the one Docker fills in (swap) is given, so nothing differs. The
+    first up was by the code of before the parts were components: the aliases find each resource where it was."""
     s = beside  # up once, by the fixture
     plan = s.preview("--diff", "--expect-no-changes")
     assert plan.returncode == 0, plan.stdout[-2000:]
