@@ -34,6 +34,10 @@ def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str, 
             data_root=str(tmp_path / "data"),
             traj_root=str(tmp_path / "traj"),
             uncached=True,
+            # 90 s, not the profile's 180: the scripted agent has written its solution within seconds and only idles
+            # after, and the 30 s snapshots still come (three); the same run, 90 s less waiting for the deadline
+            hours=0.025,
+            deadline_seconds=90,
         ),
         standin_image=standin[0],
     )
