@@ -27,7 +27,7 @@ from model.rundir import ProfileDir
 from scripts.setup import demo_images
 from tests.checkouts import cc_log
 from tests.integration.conftest import docker, venv_mounts
-from tests.integration.test_demo import TASK, demo_sandbox, labelled, worker_logs
+from tests.integration.test_demo import BUDGET_HOURS, TASK, demo_sandbox, labelled, worker_logs
 
 USER, UID = "researcher", 4242  # not root, not the workers' uid
 IMAGE = "agensh-systemd-host:bookworm"  # the test host's image, here without its init
@@ -60,6 +60,7 @@ def user_host(tmp_path: Path, pulumi_engine: str, base_image: str) -> Iterator[t
         checkout_convention="cc-log",
         mini_router_stuck_ms=STUCK_MS,
         eval_blob_dir=blobs,
+        hours=BUDGET_HOURS,  # the hang armed at the kickoff is cancelled STUCK_MS later, in a 74 s work window
     ) as (proj, profile, sandbox_env, *_):
         home = tmp_path / "home"
         home.mkdir()
