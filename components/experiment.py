@@ -52,24 +52,22 @@ class Experiment(pulumi.ComponentResource):
         if not part.platform and p.run_steps and not pulumi.runtime.is_dry_run():
             require_before(p, part, a.walk.run)
         child = pulumi.ResourceOptions(parent=self)
-        self.platform = PlatformPart(f"{name}-platform-part", a, child) if part.platform else None
+        platform = PlatformPart(f"{name}-platform-part", a, child) if part.platform else None
         # where the containers run (components/engine.py); a task's stack joins what the platform's stack made
-        engine = self.platform.engine if self.platform else OneHost.joined(p, a.layout, secrets)
-        self.tasks = [
-            TaskPart(f"{name}-{contract.task_slug(t)}-part", TaskArgs(a, engine, t), child)
-            for t in p.tasks
-            if part.declares(t)
-        ]
-        self.record = RecordPart(f"{name}-record-part", a, child) if part.record and p.run_steps else None
-        record: pulumi.Input[dict[str, Any]] = self.record.record if self.record else {"steps": "off"}
-        self.images = engine.images
+        engine = platform.engine if platform else OneHost.joined(p, a.layout, secrets)
+        for t in p.tasks:
+            if part.declares(t):
+                TaskPart(f"{name}-{contract.task_slug(t)}-part", TaskArgs(a, engine, t), child)
+        made = RecordPart(f"{name}-record-part", a, child) if part.record and p.run_steps else None
+        record: pulumi.Input[dict[str, Any]] = made.record if made else {"steps": "off"}
+        self.images = engine.images  # the images as this stack knows them (None in a task's stack)
         self.outputs = {
             "profile": p.profile,
             "run_id": p.run_id,
             "run_dir": a.run_dir,
             "profile_digest": p.digest(),
             **({"task": part.task} if part.task else {}),
-            **(self.platform.outputs() if self.platform else {}),
+            **(platform.outputs() if platform else {}),
             **(
                 {
                     "report": str(RunDir.of(p).report) if p.run_steps else None,

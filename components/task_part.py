@@ -32,30 +32,24 @@ class TaskArgs:
 
 
 class TaskPart(ExperimentPart):
-    team: Team
-
     def __init__(self, name: str, a: TaskArgs, opts: pulumi.ResourceOptions):
         super().__init__("TaskPart", name, a.part, opts)
         self.engine, self.task = a.engine, a.task
         walk = self.a.walk
         if self.a.p.run_steps:
             build: dict[str, Build] = {s.suffix: self._builder(s) for s in steps.STEPS if s.scope == "task"}
-            walk.declare("task", a.task, {**build, step_graph.TEAM.suffix: lambda _: self._team()})
-        else:
+            build[step_graph.TEAM.suffix] = lambda _: self._team(walk.after(step_graph.TEAM, a.task))
+            walk.declare("task", a.task, build)
+        else:  # the bare topology: the team after the platform services
             walk.add(step_graph.TEAM, a.task, [self._team(walk.get(step_graph.SERVICES))])
         self.register_outputs({})
 
-    def _team(self, after: list[pulumi.Resource] | None = None) -> Team:
+    def _team(self, after: list[pulumi.Resource]) -> Team:
+        """The task's routers and workers, each after `after`."""
         a = self.a
-        self.team = Team(
-            f"{a.name}-{contract.task_slug(self.task)}",
-            a.layout,
-            self.task,
-            self.engine.declare,
-            a.walk.after(step_graph.TEAM, self.task) if after is None else after,
-            self.opts(),
+        return Team(
+            f"{a.name}-{contract.task_slug(self.task)}", a.layout, self.task, self.engine.declare, after, self.opts()
         )
-        return self.team
 
     def _builder(self, step: steps.StepDef) -> Build:
         def build(_: str | None) -> Step:
