@@ -54,9 +54,6 @@ class Engine(ABC):
     images: Images | None = None  # None: made by another stack (the platform's)
     networks: Networks | None = None
     declare: Declare
-    # the team's members are services the steps scale (a swarm's), not containers they start and stop; the steps'
-    # inputs say so (`services`), since a step's inputs are in every running stack's state
-    services = False
     docker_env: dict[str, str] = {}  # how a step reaches the engine's Docker API (plain variables)
 
     def __init__(self, p: Profile, layout: Layout) -> None:
@@ -132,8 +129,6 @@ class OneHost(Engine):
 
 class OnSwarm(Engine):
     """A Docker Swarm through its manager: services placed on nodes, images from the swarm's registry."""
-
-    services = True
 
     def __init__(self, a: EngineArgs) -> None:
         super().__init__(a.p, a.layout)

@@ -87,7 +87,7 @@ class TaskPart(ExperimentPart):
     def _inputs(self, step: steps.StepDef) -> tuple[BaseModel, dict[str, Any]]:
         """A task's step: its inputs, and its resource's secrets, variables and triggers."""
         a, task, engine = self.a, self.task, self.engine
-        p, secrets, services, docker_env = a.p, a.secrets, engine.services, engine.docker_env
+        p, secrets, docker_env = a.p, a.secrets, engine.docker_env
         pd = ProfileDir.of(p)
         workers = [c.name for c in a.layout.members(task, "worker")]
         archive_dirs = si.archive_dirs(p, a.layout, task)
@@ -109,7 +109,6 @@ class TaskPart(ExperimentPart):
             return si.WakeInputs(
                 **base,
                 workers=dict(zip(archives, p.task_budget.worker_offsets)),
-                services=services,
                 ready=self._ready(),
                 routers=engine.routers(task),
             ), docker
@@ -121,7 +120,6 @@ class TaskPart(ExperimentPart):
                 kickoff_s=p.task_budget.kickoff_s,
                 workers=agents,
                 copilot_version=p.copilot_version,
-                services=services,
                 convention=p.checkout_convention,
             ), {**chat, **docker}
         if step == steps.EXPORT:
@@ -134,7 +132,6 @@ class TaskPart(ExperimentPart):
                 workers=agents,
                 idle_nudge_s=p.idle_nudge_s,
                 idle_check_s=p.idle_check_s,
-                services=services,
                 platform=engine.restartable(),
                 routers=engine.routers(task),
                 convention=p.checkout_convention,
@@ -145,7 +142,6 @@ class TaskPart(ExperimentPart):
                 grace_s=p.export_grace_s,
                 workers=archives,
                 routers=[c.name for c in a.layout.members(task, "router")],
-                services=services,
                 convention=p.checkout_convention,
             ), {**docker, "late": {"collect": c} if (c := engine.collect(task)) else None}
         if step == steps.BASELINE_SEED:

@@ -191,7 +191,6 @@ class SeedInputs(GiteaInputs):
 
 class WakeInputs(TaskInputs):
     workers: dict[str, float]  # container name -> seconds after the ramp's start, in wake order
-    services: bool = False  # swarm: the workers are services created with 0 replicas; waking scales one to 1
     # container name -> where its router answers once up (model/services.ready_url); a worker starts only after that
     ready: dict[str, str] = {}
     ready_timeout_s: float = READY_TIMEOUT_S
@@ -211,7 +210,6 @@ class KickoffInputs(MattermostInputs):
     kickoff_s: float
     workers: dict[str, str]  # container (or service) name -> agent id: each session's CLI version is checked
     copilot_version: str
-    services: bool = False
     convention: ConventionName = DEFAULT_CONVENTION  # the profile's checkout_convention: how sessions report
 
 
@@ -223,7 +221,6 @@ class NudgesInputs(MattermostInputs):
     workers: dict[str, str]  # container name -> agent id
     idle_nudge_s: int
     idle_check_s: int
-    services: bool = False  # swarm: the workers are services (their logs through the manager)
     platform: list[str] = Field(default_factory=list)  # the long-running platform containers, restarted if found dead
     routers: dict[str, str] = Field(default_factory=dict)  # worker -> its router, restarted before it if found dead
     convention: ConventionName = DEFAULT_CONVENTION  # the profile's checkout_convention: when a worker last reported
@@ -243,7 +240,6 @@ class ShutdownInputs(TaskInputs):
     grace_s: int
     workers: dict[str, str]  # container name -> archive directory
     routers: list[str]
-    services: bool = False  # swarm: workers and routers are services (scaled to 0; the grace is their stop period)
     collect: dict[str, NodeArchive] = Field(default_factory=dict)  # swarm: worker name -> its archive on its node
     convention: ConventionName = DEFAULT_CONVENTION  # the profile's checkout_convention: each session's events
 

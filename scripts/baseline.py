@@ -26,12 +26,11 @@ from model import contract, steps
 from model.records import BaselineSeedResult, ShutdownResult
 from model.rundir import EXPORT_FAILED, RUN_FAILED, RunDir
 from model.step_inputs import BaselineSeedInputs, BaselineStopInputs
-from scripts.lib import activity, privilege
+from scripts.lib import activity, privilege, workers
 from scripts.lib.gitops import sandbox_git
 from scripts.lib.step import StepFailed, iso, load_inputs, mode_of, progress, run_step, wait_until, write_atomic
 from scripts.seed import archive_dirs, workspace_from_image
 from scripts.shutdown import ROUTER_GRACE_S, verify
-from scripts.shutdown import stop as docker_stop
 
 
 def status(rd: RunDir, state: str, **extra: Any) -> None:
@@ -74,8 +73,8 @@ def stop(a: BaselineStopInputs) -> ShutdownResult:
         raise StepFailed("no baseline-seed receipt: the baseline never started")
     wait_until(seeded.deadline_epoch, "baseline stop")
     status(rd, "stopping")
-    docker_stop([a.sidecar], ROUTER_GRACE_S)
-    docker_stop([a.worker], a.grace_s)
+    workers.stop([a.sidecar], ROUTER_GRACE_S)
+    workers.stop([a.worker], a.grace_s)
     archive = verify(Path(a.archive_dir))
     read = activity.reader(a.convention)
     native = read.native(a.worker)

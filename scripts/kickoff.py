@@ -35,7 +35,7 @@ def kickoff(a: KickoffInputs, password: str) -> KickoffResult:
     deadline = start + a.budget_s
     wait_until(start + a.kickoff_s, "kickoff")
     read = reader(a.convention)
-    sessions = wait_for_sessions(read, a.workers, a.services, SESSION_WAIT_S)
+    sessions = wait_for_sessions(read, a.workers, SESSION_WAIT_S)
     missing = sorted(agent for agent, version in sessions.items() if not version)
     if missing:
         raise StepFailed(

@@ -67,8 +67,8 @@ def restart_dead(containers: list[str], now: float, restarts: list[Restart]) -> 
     """Start every one of these long-running containers (platform services, routers) found not running, recording
     each restart."""
     for service in containers:
-        if not running(service, False):
-            started = start_worker(service, False)
+        if not running(service):
+            started = start_worker(service)
             if started.returncode == 0:
                 restarts.append(Restart(worker=service, agent=service, at_epoch=now))
                 progress(f"nudges: {service} was not running; started again")
@@ -100,8 +100,8 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
         next_check = now + a.idle_check_s
         restart_dead(list(a.routers.values()), now, restarts)
         for k, (worker, agent) in enumerate(a.workers.items(), 1):
-            if not running(worker, a.services):
-                started = start_worker(worker, a.services)
+            if not running(worker):
+                started = start_worker(worker)
                 if started.returncode == 0:
                     restarts.append(Restart(worker=worker, agent=agent, at_epoch=now))
                     woken[worker] = now  # its activity counts from now
@@ -112,7 +112,7 @@ def nudges(a: NudgesInputs, password: str) -> NudgesResult:
                 else:
                     progress(f"nudges: worker {k} is stopped and did not start: {started.stderr.strip()[:100]}")
                 continue
-            logged = read.last_active(worker, a.services)
+            logged = read.last_active(worker)
             active = max(filter(None, (logged, woken.get(worker))), default=None)
             if active is None or now - active < a.idle_nudge_s or nudged.get(worker) == active:
                 continue

@@ -31,24 +31,13 @@ from model.rundir import RunDir
 from model.step_inputs import ShutdownInputs
 from scripts.lib import activity
 from scripts.lib.step import load_inputs, mode_of, progress, run_step
-from scripts.lib.workers import running, start_worker
+from scripts.lib.workers import is_service, running, start_worker, stop
 from scripts.swarm_nodes import collect
 
 ArchiveState = Literal["ok", "missing", "corrupt"]
 ROUTER_GRACE_S = 10
 KEPT = "activity.jsonl"  # the session's events, beside the archive
 HANDLER_WAIT_S = 30  # how long a restarted worker may take to be ready to seal
-
-
-def stop(names: list[str], grace_s: int, services: bool = False) -> None:
-    """`docker stop -t grace`; on a swarm the services are scaled to 0 (their stop period is the grace) and this
-    waits until their tasks have stopped."""
-    if names and services:
-        subprocess.run(
-            ["docker", "service", "scale", "--detach=false", *(f"{n}=0" for n in names)], capture_output=True, text=True
-        )
-    elif names:
-        subprocess.run(["docker", "stop", "-t", str(grace_s), *names], capture_output=True, text=True)
 
 
 def verify(archive_dir: Path) -> ArchiveState:
@@ -79,7 +68,7 @@ def reseal(a: ShutdownInputs, stopped: list[str]) -> dict[str, ArchiveState]:
     """Stopped workers without a good archive, started and stopped again to seal anew; their archives' states."""
     for name in stopped:
         progress(f"shutdown: {name}: no good archive; started again to seal it anew")
-        start_worker(name, False)
+        start_worker(name)
     deadline = time.monotonic() + HANDLER_WAIT_S
     while not all(handles_sigterm(n) for n in stopped) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -87,12 +76,12 @@ def reseal(a: ShutdownInputs, stopped: list[str]) -> dict[str, ArchiveState]:
     return {name: verify(Path(a.workers[name])) for name in stopped}
 
 
-def keep(worker: str, archive_dir: Path, data: bytes, service: bool) -> None:
+def keep(worker: str, archive_dir: Path, data: bytes) -> None:
     """`activity.jsonl` beside the worker's archive, preserved with it. A container's goes through Docker into its
     archive mount, owned by the worker's uid: the folder is the worker's, which an operator who is not root may not
     write, and a link the agent left there resolves inside the container, never on the host. A swarm worker's archive
     was collected onto this host (`collect`): written there."""
-    if service:
+    if is_service(worker):
         (archive_dir / KEPT).write_bytes(data)
         return
     tar = io.BytesIO()
@@ -107,23 +96,25 @@ def keep(worker: str, archive_dir: Path, data: bytes, service: bool) -> None:
 
 def shutdown(a: ShutdownInputs) -> ShutdownResult:
     progress(f"shutdown: {len(a.workers)} workers get up to {a.grace_s} s to seal archives")
-    stop(list(a.workers), a.grace_s, a.services)
+    stop(list(a.workers), a.grace_s)
     for name, archive in a.collect.items():  # swarm: from the node that ran the worker to the manager
         try:
             collect(archive, Path(a.workers[name]))
         except (RuntimeError, subprocess.CalledProcessError) as err:
             progress(f"shutdown: {name}: collecting its archive failed: {err}")
     archives = {name: verify(Path(d)) for name, d in a.workers.items()}
-    if not a.services:
-        archives |= reseal(a, [n for n, state in archives.items() if state != "ok" and not running(n, False)])
+    # a container stopped without a good archive is sealed anew; a service's task is gone with its container
+    archives |= reseal(
+        a, [n for n, state in archives.items() if state != "ok" and not is_service(n) and not running(n)]
+    )
     sessions = {}
     read = activity.reader(a.convention)
     for name, d in a.workers.items():
-        events = read.events(name, a.services)
+        events = read.events(name)
         if events:
-            keep(name, Path(d), activity.jsonl(events), a.services)
+            keep(name, Path(d), activity.jsonl(events))
         sessions[name] = read.session(events)
-    stop(a.routers, ROUTER_GRACE_S, a.services)
+    stop(a.routers, ROUTER_GRACE_S)
     bad = {n: s for n, s in archives.items() if s != "ok"}
     progress(
         f"shutdown: {len(archives) - len(bad)} of {len(archives)} archives verified"

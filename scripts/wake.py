@@ -49,7 +49,7 @@ def wake(a: WakeInputs) -> WakeResult:
     wakes = []
     for k, (name, offset) in enumerate(a.workers.items(), 1):
         due = start + offset
-        if name in state.woken or running(name, a.services):
+        if name in state.woken or running(name):
             at = state.woken.get(name, time.time())
             wakes.append(
                 Wake(worker=name, due_epoch=due, at_epoch=at, late_s=round(max(0.0, at - due), 1), already_awake=True)
@@ -57,12 +57,12 @@ def wake(a: WakeInputs) -> WakeResult:
             continue
         if (left := due - time.time()) > 0:
             time.sleep(left)
-        if (router := a.routers.get(name)) and not running(router, False):
+        if (router := a.routers.get(name)) and not running(router):
             progress(f"wake: worker {k}'s router was stopped (`make down`?); starting it")
-            start_worker(router, False)
+            start_worker(router)
         if name in a.ready:
             wait_ready(a.ready[name], a.ready_timeout_s, f"worker {k}'s router")
-        out = start_worker(name, a.services)
+        out = start_worker(name)
         if out.returncode:
             raise StepFailed(f"could not start {name}: {out.stderr.strip()}", woken=len(wakes))
         at = time.time()

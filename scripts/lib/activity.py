@@ -26,15 +26,17 @@ from pathlib import PurePosixPath
 
 from model.checkout import CONVENTIONS, DEMO_LOG, ActivityReport
 from model.records import Session
+from scripts.lib.workers import is_service
 
 MAX_LINE = 64 * 1024
 MAX_FILE = 32 * 2**20  # a file report is read from its last MAX_FILE bytes (a six-hour session is a few MB)
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ")
 
 
-def logs(worker: str, service: bool = False, *args: str) -> str:
-    """A worker's log (`docker logs` or `docker service logs --raw` with `args`); "" when it cannot be read."""
-    cmd = ["docker", "service", "logs", "--raw"] if service else ["docker", "logs"]
+def logs(worker: str, *args: str) -> str:
+    """A worker's log (`docker logs`, or a service's `docker service logs --raw`, with `args`); "" when it cannot be
+    read."""
+    cmd = ["docker", "service", "logs", "--raw"] if is_service(worker) else ["docker", "logs"]
     out = subprocess.run([*cmd, *args, worker], capture_output=True, text=True, errors="replace")
     return f"{out.stdout}\n{out.stderr}" if out.returncode == 0 else ""
 
@@ -45,10 +47,10 @@ def epoch(docker_time: str) -> float:
     return datetime.fromisoformat(f"{head}.{frac[:6] or '0'}+00:00").timestamp()
 
 
-def last_logged(worker: str, service: bool = False) -> float | None:
+def last_logged(worker: str) -> float | None:
     """When a worker's container (or, on a swarm, its service's task) last wrote to its log: Docker's own timestamp
     leads each line, never a time the worker wrote. Its start is the caller's to add (the wake, or Docker's)."""
-    lines = logs(worker, service, "--timestamps", "--tail", "1").splitlines()
+    lines = logs(worker, "--timestamps", "--tail", "1").splitlines()
     return max((epoch(line.split(" ", 1)[0]) for line in lines if STAMP.match(line)), default=None)
 
 
@@ -127,21 +129,21 @@ class Reader(ABC):
     report: ActivityReport
 
     @abstractmethod
-    def native(self, worker: str, service: bool = False) -> str:
+    def native(self, worker: str) -> str:
         """The text the report is read from (a baseline keeps it as the run's cc.log); "" when there is none."""
 
     def parse(self, text: str) -> list[dict]:
         return parse(self.report, text)
 
-    def events(self, worker: str, service: bool = False) -> list[dict]:
+    def events(self, worker: str) -> list[dict]:
         """Every event of a worker, oldest first (none when its report cannot be read)."""
-        return self.parse(self.native(worker, service))
+        return self.parse(self.native(worker))
 
     def session(self, events: list[dict]) -> Session:
         return session(self.report, events)
 
     @abstractmethod
-    def last_active(self, worker: str, service: bool = False) -> float | None:
+    def last_active(self, worker: str) -> float | None:
         """When the worker last did something the project can see: the later of its log's last line (whatever it
         says) and its report's last write; its start is the caller's to add."""
 
@@ -152,7 +154,7 @@ class Reader(ABC):
 
 class Follower(ABC):
     @abstractmethod
-    def session(self, worker: str, service: bool = False) -> Session: ...
+    def session(self, worker: str) -> Session: ...
 
 
 class LogReader(Reader):
@@ -160,11 +162,11 @@ class LogReader(Reader):
 
     report = DEMO_LOG
 
-    def native(self, worker: str, service: bool = False) -> str:
-        return logs(worker, service)
+    def native(self, worker: str) -> str:
+        return logs(worker)
 
-    def last_active(self, worker: str, service: bool = False) -> float | None:
-        return last_logged(worker, service)
+    def last_active(self, worker: str) -> float | None:
+        return last_logged(worker)
 
     def follower(self) -> Follower:
         return LogFollower(self)
@@ -179,10 +181,10 @@ class LogFollower(Follower):
         self.events: dict[str, list[dict]] = {}
         self.since: dict[str, str] = {}
 
-    def session(self, worker: str, service: bool = False) -> Session:
+    def session(self, worker: str) -> Session:
         since = self.since.get(worker)
         new = []
-        for line in logs(worker, service, "--timestamps", *(("--since", since) if since else ())).splitlines():
+        for line in logs(worker, "--timestamps", *(("--since", since) if since else ())).splitlines():
             if not STAMP.match(line):
                 continue
             stamp, _, rest = line.partition(" ")
@@ -201,14 +203,14 @@ class FileReader(Reader):
         assert report.file is not None
         self.report, self.file = report, report.file
 
-    def native(self, worker: str, service: bool = False) -> str:
-        copied = None if service else copy_out(worker, self.file)
+    def native(self, worker: str) -> str:
+        copied = None if is_service(worker) else copy_out(worker, self.file)
         return copied.text if copied else ""
 
-    def last_active(self, worker: str, service: bool = False) -> float | None:
-        copied = None if service else copy_out(worker, self.file)
+    def last_active(self, worker: str) -> float | None:
+        copied = None if is_service(worker) else copy_out(worker, self.file)
         wrote = min(copied.mtime, time.time()) if copied else None  # a time the worker set ahead counts as now
-        return max(filter(None, (last_logged(worker, service), wrote)), default=None)
+        return max(filter(None, (last_logged(worker), wrote)), default=None)
 
     def follower(self) -> Follower:
         return FileFollower(self)
@@ -218,8 +220,8 @@ class FileFollower(Follower):
     def __init__(self, reader: FileReader) -> None:
         self.reader = reader
 
-    def session(self, worker: str, service: bool = False) -> Session:
-        return self.reader.session(self.reader.events(worker, service))
+    def session(self, worker: str) -> Session:
+        return self.reader.session(self.reader.events(worker))
 
 
 def reader(convention: str) -> Reader:
@@ -228,12 +230,12 @@ def reader(convention: str) -> Reader:
     return LogReader() if report.file is None else FileReader(report)
 
 
-def wait_for_sessions(read: Reader, workers: dict[str, str], services: bool, limit_s: float) -> dict[str, str | None]:
+def wait_for_sessions(read: Reader, workers: dict[str, str], limit_s: float) -> dict[str, str | None]:
     """agent id -> the CLI version its session reported, waiting up to `limit_s` for every worker to report one."""
     follow = read.follower()
     end = time.monotonic() + limit_s
     while True:
-        found = {agent: follow.session(name, services).copilot_version for name, agent in workers.items()}
+        found = {agent: follow.session(name).copilot_version for name, agent in workers.items()}
         if all(found.values()) or time.monotonic() > end:
             return found
         time.sleep(2)

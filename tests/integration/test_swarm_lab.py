@@ -5,11 +5,14 @@ digest, and a teardown that leaves nothing on the machine."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
 
+from model.project import ROOT
 from scripts.lab import swarm_lab
 
 PROBE = """
@@ -22,6 +25,11 @@ try:
 except OSError as err:
     outside = type(err).__name__
 print(json.dumps({"ips": ips, "statuses": statuses, "outside": outside}))
+"""
+MEMBERS = """
+import json, sys
+from scripts.lib.workers import is_service
+print(json.dumps({n: is_service(n) for n in sys.argv[1:]}))
 """
 
 
@@ -42,6 +50,19 @@ def wait_running(lab: swarm_lab.Lab, service: str, replicas: int, timeout: float
             return tasks
         assert time.monotonic() < deadline, tasks
         time.sleep(2)
+
+
+def members(socket: str, *names: str) -> dict[str, bool]:
+    """Whether each name is a service, as a step reaching that node's Docker API finds it."""
+    asked = subprocess.run(
+        [sys.executable, "-c", MEMBERS, *names],
+        env=dict(os.environ, DOCKER_HOST=f"unix://{socket}"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(asked.stdout)
 
 
 def test_two_nodes_talk_over_an_internal_overlay_and_nothing_else(swarm: swarm_lab.Lab, base_image: str):
@@ -94,6 +115,9 @@ def test_two_nodes_talk_over_an_internal_overlay_and_nothing_else(swarm: swarm_l
     )
     tasks = wait_running(lab, svc, 2)
     assert len(tasks) == 2
+    # the steps ask the Docker API they are given whether a member is a service: the manager knows, a worker does not
+    assert members(lab.manager.socket, svc, "probe-none") == {svc: True, "probe-none": False}
+    assert members(lab.nodes[1].socket, svc, "probe-none") == {svc: False, "probe-none": False}
     on_n2 = lab.docker(lab.nodes[1], "ps", "-q", "--filter", f"name={svc}").stdout.split()
     assert len(on_n2) == 1  # one task per node, so the probe below crosses nodes
     out = json.loads(

@@ -23,7 +23,7 @@ def test_the_events_land_in_the_stopped_workers_archive_folder_as_its_uid(base_i
     create = ["docker", "create", "--name", name, "--label", f"agensh.test={name}", "--network", "none"]
     subprocess.run([*create, "-v", f"{archive}:/archive", base_image, "true"], check=True, capture_output=True)
     try:
-        shutdown.keep(name, archive, b'{"event": "turn"}\n', service=False)
+        shutdown.keep(name, archive, b'{"event": "turn"}\n')
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
     kept = archive / shutdown.KEPT

@@ -954,7 +954,7 @@ def merged(stack: Team, tmp_path_factory):
         )
         receipt = json.loads((tmp / "run" / TASK / "receipts" / "seed.json").read_text())
         read = activity.reader(DEFAULT_CONVENTION)
-        sessions = activity.wait_for_sessions(read, {workers[n]: f"{TASK}-{n}" for n in (1, 2)}, False, 120)
+        sessions = activity.wait_for_sessions(read, {workers[n]: f"{TASK}-{n}" for n in (1, 2)}, 120)
         assert all(sessions.values()), "\n".join(logs(c) for c in workers.values())
         kickoff(stack)
         wanted = {
