@@ -24,7 +24,7 @@ from model.records import EvaluateResult
 from model.rundir import RunDir
 from model.step_inputs import EvaluateInputs
 from scripts.lib.scoring import PROGRAMBENCH, blob_env
-from scripts.lib.step import StepFailed, file_digest, load_inputs, mode_of, progress, run_step
+from scripts.lib.step import StepFailed, load_inputs, mode_of, progress, run_step
 
 SHIM = SCRIPTS / "host" / "pbench_docker_shim.sh"
 
@@ -85,12 +85,7 @@ def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
     a = load_inputs(EvaluateInputs, env)
     rd = RunDir(Path(a.run_dir))
     return run_step(
-        steps.EVALUATE,
-        rd,
-        a.task_id,
-        a,
-        lambda: evaluate(a),
-        extra_digest={"submission": file_digest(rd.submission(a.task_id))},
+        steps.EVALUATE, rd, a.task_id, a, lambda: evaluate(a), reads={"submission": rd.submission(a.task_id)}
     )
 
 

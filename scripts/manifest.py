@@ -32,7 +32,7 @@ from model.records import (
 from model.rundir import RunDir
 from model.step_inputs import ManifestInputs
 from scripts.lib.host import host_resources, revision
-from scripts.lib.step import StepFailed, file_digest, load_inputs, mode_of, now, run_step, write_atomic
+from scripts.lib.step import StepFailed, load_inputs, mode_of, now, run_step, write_atomic
 
 
 def read_manifest(rd: RunDir) -> Manifest | None:
@@ -111,9 +111,7 @@ def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
     if mode == steps.MANIFEST_START.args:
         return run_step(steps.MANIFEST_START, rd, None, a, lambda: start(a))
     # finishing again after more results must rewrite the counts
-    return run_step(
-        steps.MANIFEST_FINISH, rd, None, a, lambda: finish(a), extra_digest={"index": file_digest(rd.index)}
-    )
+    return run_step(steps.MANIFEST_FINISH, rd, None, a, lambda: finish(a), reads={"index": rd.index})
 
 
 if __name__ == "__main__":

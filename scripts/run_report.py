@@ -14,7 +14,7 @@ from model.records import ReportResult
 from model.rundir import RunDir
 from model.step_inputs import Inputs
 from scripts.lib.report_page import ReportError, report
-from scripts.lib.step import StepFailed, file_digest, load_inputs, mode_of, progress, run_step
+from scripts.lib.step import StepFailed, load_inputs, mode_of, progress, run_step
 
 
 def step(env: Mapping[str, str]) -> int:
@@ -36,7 +36,7 @@ def step(env: Mapping[str, str]) -> int:
         None,
         a,
         body,
-        extra_digest={"index": file_digest(rd.index), "manifest": file_digest(rd.manifest)},
+        reads={"index": rd.index, "manifest": rd.manifest},
     )
 
 

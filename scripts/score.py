@@ -17,7 +17,7 @@ from model.records import IndexRow, Score
 from model.rundir import RunDir
 from model.step_inputs import ScoreInputs
 from scripts.lib.scoring import assess
-from scripts.lib.step import append_result, file_digest, load_inputs, mode_of, now, run_step, write_atomic
+from scripts.lib.step import append_result, load_inputs, mode_of, now, run_step, write_atomic
 
 
 def score(rd: RunDir, task_id: str) -> Score:
@@ -41,12 +41,7 @@ def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
     a = load_inputs(ScoreInputs, env)
     rd = RunDir(Path(a.run_dir))
     return run_step(
-        steps.SCORE,
-        rd,
-        a.task_id,
-        a,
-        lambda: score(rd, a.task_id),
-        extra_digest={"eval": file_digest(rd.eval_json(a.task_id))},
+        steps.SCORE, rd, a.task_id, a, lambda: score(rd, a.task_id), reads={"eval": rd.eval_json(a.task_id)}
     )
 
 

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -251,17 +252,8 @@ def launch_view(rd: RunDir) -> LaunchView | None:
     if r is None:
         return None
     alive = r.ended is None and Path(f"/proc/{r.pid}").exists() and r.host == socket.gethostname()
-    return LaunchView(
-        running=launcher.running(rd),
-        launcher_alive=alive,
-        how=r.how,
-        pid=r.pid,
-        unit=r.unit,
-        started=r.started,
-        log=r.log,
-        ended=r.ended,
-        exit=r.exit,
-    )
+    shown = {k: v for k, v in asdict(r).items() if k in LaunchView.model_fields}  # the record's fields the view has
+    return LaunchView(running=launcher.running(rd), launcher_alive=alive, **shown)
 
 
 def snapshot(stack: str, p: Profile, follow: Follower | None = None) -> StatusView:

@@ -127,7 +127,7 @@ def digest(data: Any) -> str:
 
 
 def file_digest(path: Path) -> str | None:
-    """Content digest of a file another step wrote: a step that reads it re-runs when it changes."""
+    """Content digest of a file another step wrote (`run_step`'s `reads`)."""
     if not path.exists():
         return None
     h = hashlib.sha256()
@@ -157,15 +157,17 @@ def run_step(
     inputs: BaseModel,
     body: Callable[[], Record],
     failure_marker: str | None = None,
-    extra_digest: dict[str, Any] | None = None,
+    reads: Mapping[str, Path] | None = None,
     keep_marker: Callable[[Record], str | None] = lambda _: None,
 ) -> int:
     """Run a step once. A failure leaves a failed receipt and, for a task, its failure marker (`failure_marker`, or
     the one a StepFailed names), which keeps the score from being reported as complete. A success withdraws the
     markers this step left earlier, except the one `keep_marker` names (a recovered export keeps EXPORT_FAILED).
-    `extra_digest`: state beyond the inputs that must re-run the step when it changes (a file another step wrote)."""
+    `reads`: the files another step wrote that this one reads, by a name of their own: the step runs again when one
+    changes (their content digests are in its inputs digest)."""
     path = receipt_path(rd, step, task_id)
-    key = digest({"inputs": inputs.model_dump(mode="json"), **(extra_digest or {})})
+    files = {name: file_digest(path) for name, path in (reads or {}).items()}
+    key = digest({"inputs": inputs.model_dump(mode="json"), **files})
     try:
         with exclusive(rd.lock(step.name, task_id), step.name):
             return _run_locked(step.name, rd, task_id, path, key, body, failure_marker, keep_marker)

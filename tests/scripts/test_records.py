@@ -66,8 +66,15 @@ def test_receipt_makes_a_step_idempotent(tmp_path: Path, capsys: pytest.CaptureF
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == json.loads(first) and len(calls) == 1
     assert rd.receipt(steps.SEED.name, "t").read_text() == written
     assert run_step(steps.SEED, rd, "t", inputs(tmp_path, "u"), body) == 0 and len(calls) == 2  # new inputs run again
-    assert run_step(steps.SEED, rd, "t", inputs(tmp_path), body, extra_digest={"file": "changed"}) == 0
-    assert len(calls) == 3  # a file another step wrote changed: the step runs again
+    written_by_another = tmp_path / "eval.json"
+    written_by_another.write_text("{}")
+    assert run_step(steps.SEED, rd, "t", inputs(tmp_path), body, reads={"eval": written_by_another}) == 0
+    assert len(calls) == 3  # it now reads a file another step wrote: the step runs again
+    assert run_step(steps.SEED, rd, "t", inputs(tmp_path), body, reads={"eval": written_by_another}) == 0
+    assert len(calls) == 3  # the same file: replayed
+    written_by_another.write_text('{"score": 1}')
+    assert run_step(steps.SEED, rd, "t", inputs(tmp_path), body, reads={"eval": written_by_another}) == 0
+    assert len(calls) == 4  # that file changed: the step runs again
 
 
 def test_failed_step_is_recorded_and_retried(tmp_path: Path):

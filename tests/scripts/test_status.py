@@ -3,7 +3,11 @@ working with the time to the deadline going down, archiving, evaluating, scored.
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import json
+import os
+import socket
 import time
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from model.records import (
 )
 from model.rundir import RunDir
 from scripts.cli import status
+from scripts.lib import launcher
 from scripts.lib.step import iso, now, write_atomic
 
 TASK = "testorg__calculator.abc1234"
@@ -125,3 +130,31 @@ def test_any_failed_step_shows(tmp_path: Path):
     )
     view = status.snapshot("st", p).tasks[0]
     assert (view.phase, view.detail) == ("failed", "nudges failed: Mattermost refused the post")
+
+
+def test_the_launcher_shows_from_its_lock(tmp_path: Path):
+    """status's view of the launcher: its record's fields, whether it or its update holds the lock, whether it lives."""
+    rd = RunDir(tmp_path)
+    assert status.launch_view(rd) is None
+    record = launcher.Record(
+        stack="cohort-w8", pid=os.getpid(), how="session", host=socket.gethostname(), started=now(), log="/x/launch.log"
+    )
+    with open(rd.launcher, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        launcher.write(fh, record)
+        held = status.launch_view(rd)
+    assert held == status.LaunchView(
+        running=True,
+        launcher_alive=True,
+        how="session",
+        pid=os.getpid(),
+        unit=None,
+        started=record.started,
+        log="/x/launch.log",
+        ended=None,
+        exit=None,
+    )
+    with open(rd.launcher, "a+") as fh:
+        launcher.write(fh, dataclasses.replace(record, ended=now(), exit=3))
+    ended = status.launch_view(rd)
+    assert ended is not None and not ended.running and not ended.launcher_alive and ended.exit == 3
