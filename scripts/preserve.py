@@ -6,7 +6,7 @@ verified by the SHA-256 of the original and of the copy; `SHA256SUMS.json` in th
 files are copied and nothing is followed: agents can write into their archive directories, so a symlink or a FIFO
 planted there is skipped (and listed), never read.
 The copying and verifying is scripts/lib/copies.py's. `pulumi destroy` refuses to delete a profile's data while a
-run's copy is missing or differs (profile_data uses its `problems()`). By hand, `python -m scripts.preserve save
+run's copy is missing or differs (profile_data uses its `problems()`). By hand, `python -m scripts.cli save
 PROFILE_DIR TRAJ_ROOT` copies and verifies every run of a profile (e.g. before a destroy refused because a run never
 reached its own copy step).
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from model import steps
 from model.records import PreserveResult
-from model.rundir import CopyDir, ProfileDir, RunDir
+from model.rundir import CopyDir, RunDir
 from model.step_inputs import PreserveInputs
 from scripts.lib.copies import mirror
 from scripts.lib.step import StepFailed, load_inputs, mode_of, progress, run_step
@@ -41,18 +41,6 @@ def preserve(a: PreserveInputs) -> PreserveResult:
     return PreserveResult(copy_dir=str(copy.path), files=t.files, bytes=t.bytes, verified=True, skipped=t.skipped)
 
 
-def save(profile_dir: Path, traj_root: str) -> int:
-    """Copy and verify every run of a profile by hand."""
-    pd = ProfileDir(profile_dir)
-    failed = 0
-    for rd in pd.runs():
-        copy = CopyDir.of(traj_root, pd.path.name, rd.path.name)
-        t = mirror(rd, pd.run_archives(rd.path.name), copy, None)
-        failed += bool(t.problems)
-        print(f"{rd.path.name}: {t.files} files to {copy.path}: " + ("; ".join(t.problems) or "verified"))
-    return 1 if failed else 0
-
-
 def guard(a: PreserveInputs, env: Mapping[str, str]) -> int:
     """At destroy (this step is deleted first): refuse while the profile's data may not be deleted."""
     from scripts.profile_data import refusal
@@ -65,8 +53,6 @@ def guard(a: PreserveInputs, env: Mapping[str, str]) -> int:
 
 
 def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
-    if argv[:1] == ["save"] and len(argv) == 3:  # by hand: `save PROFILE_DIR TRAJ_ROOT`
-        return save(Path(argv[1]), argv[2])
     mode = mode_of("preserve", argv, steps.PRESERVE_TASK.args, steps.PRESERVE_RUN.args, steps.PRESERVE_RUN.delete)
     a = load_inputs(PreserveInputs, env)
     if mode == steps.PRESERVE_RUN.delete:

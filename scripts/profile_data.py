@@ -62,7 +62,7 @@ def refusal(a: ProfileDataInputs, env: Mapping[str, str]) -> str | None:
     shown = "\n  ".join(blocking[:10]) + (f"\n  ... and {len(blocking) - 10} more" if len(blocking) > 10 else "")
     return (
         f"refusing to delete {pd.path}; nothing was deleted:\n  {shown}\nInspect it; copy and verify every run "
-        f"with `.venv/bin/python -m scripts.preserve save {pd.path} {a.traj_root}`, or destroy with {FORCE}=1 to "
+        f"with `.venv/bin/python -m scripts.cli save {pd.path} {a.traj_root}`, or destroy with {FORCE}=1 to "
         "delete it anyway."
     )
 

@@ -34,6 +34,7 @@ COMMANDS = {
     "settings": Entry("settings_table", "The profile settings as a Markdown table."),
     "steps": Entry("graph_table", "The step graph as a Markdown table."),
     "baseline-from-json": Entry("baseline_from_json", "A baseline stack from the standalone baseline.json."),
+    "save": Entry("save", "Copy and verify every run of a profile's data by hand."),
     "migrate-steps": Entry("migrate_steps", "Today's step commands and inputs in a profile's stacks."),
 }
 

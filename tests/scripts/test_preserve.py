@@ -12,6 +12,7 @@ import pytest
 from model.rundir import CopyDir, ProfileDir
 from model.step_inputs import PreserveInputs, ProfileDataInputs
 from scripts import preserve, profile_data
+from scripts.cli.app import main as cli
 from scripts.lib import copies
 
 RUN, TASK, AGENT = "20261129t000000z", "testorg__calculator.abc1234", "testorg__calculator.abc1234-1"
@@ -87,16 +88,21 @@ def test_destroy_refuses_without_a_verified_copy_and_deletes_nothing(profile, tm
     (copy.path / TASK / "submission.tar.gz").write_bytes(b"corrupted")
     assert profile_data.main(["delete"], env(pd, tmp_path)) == 1
     err = capsys.readouterr().err
-    assert "submission.tar.gz differs" in err and "AGENSH_FORCE_CLEAN=1" in err and "scripts.preserve save" in err
+    assert "submission.tar.gz differs" in err and "AGENSH_FORCE_CLEAN=1" in err and "scripts.cli save" in err
     assert pd.path.exists() and rd.submission(TASK).exists()
     (copy.path / TASK / "submission.tar.gz").write_bytes(good)
     assert profile_data.main(["delete"], env(pd, tmp_path)) == 0
     assert not pd.path.exists() and (copy.path / TASK / "submission.tar.gz").read_bytes() == good  # the copy stays
 
 
-def test_saving_by_hand_then_destroying(profile, tmp_path: Path):
+def test_saving_by_hand_then_destroying(profile, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     pd, rd, archive, traj = profile
-    assert preserve.main(["save", str(pd.path), str(traj)]) == 0
+    assert cli(["save", str(tmp_path), str(traj)]) == 2  # a directory agensh did not make for a profile
+    assert "not a profile's data directory" in capsys.readouterr().err
+    assert cli(["save", str(pd.path), str(pd.path / "copies")]) == 2  # copies into what it copies
+    assert "lies in the profile's data" in capsys.readouterr().err
+    assert cli(["save", str(pd.path), str(traj)]) == 0
+    assert f"{rd.path.name}: " in capsys.readouterr().out
     assert profile_data.main(["delete"], env(pd, tmp_path)) == 0
 
 

@@ -29,6 +29,7 @@ COMMANDS = [
     "settings",
     "steps",
     "baseline-from-json",
+    "save",
     "migrate-steps",
 ]
 
