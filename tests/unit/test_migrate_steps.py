@@ -97,7 +97,7 @@ def test_retired_input_fields_leave_the_steps_inputs_and_their_receipts_follow(t
         workers={"w1": "t1-1"},
         copilot_version="0.0.354",
     )
-    # the inputs as the code of before declared them: today's fields and `services`, in its place
+    # the inputs as the code of before declared them: today's fields and `services`
     held = [{**m.model_dump(mode="json"), "services": True} for m in (wake, kickoff)]
     resources = [
         command("demo-t1-wake", steps.WAKE.create_command, inputs=json.dumps(held[0])),
