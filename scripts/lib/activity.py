@@ -204,11 +204,11 @@ class FileReader(Reader):
         self.report, self.file = report, report.file
 
     def native(self, worker: str) -> str:
-        copied = None if is_service(worker) else copy_out(worker, self.file)
+        copied = copy_out(worker, self.file)
         return copied.text if copied else ""
 
     def last_active(self, worker: str) -> float | None:
-        copied = None if is_service(worker) else copy_out(worker, self.file)
+        copied = copy_out(worker, self.file)
         wrote = min(copied.mtime, time.time()) if copied else None  # a time the worker set ahead counts as now
         return max(filter(None, (last_logged(worker), wrote)), default=None)
 

@@ -166,7 +166,7 @@ def run_step(
     `reads`: the files another step wrote that this one reads, by a name of their own: the step runs again when one
     changes (their content digests are in its inputs digest)."""
     path = receipt_path(rd, step, task_id)
-    files = {name: file_digest(path) for name, path in (reads or {}).items()}
+    files = {name: file_digest(read) for name, read in (reads or {}).items()}
     key = digest({"inputs": inputs.model_dump(mode="json"), **files})
     try:
         with exclusive(rd.lock(step.name, task_id), step.name):
