@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections import Counter
 
 import pytest
 
@@ -32,17 +32,59 @@ def require(ok: bool, what: str) -> None:
     pytest.skip(f"{what} is absent; run `make setup`")
 
 
+def unit_of(item: pytest.Item) -> str:
+    """What runs in one process when the tests run side by side: the tests of a module that share a fixture of the
+    module's scope (made once there), or a test alone."""
+    group = item.get_closest_marker("xdist_group")
+    return str(group.args[0]) if group else item.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Ready for the suite's processes (scripts/setup/run-tests.sh): a module's tests that share a module-scoped
+    fixture are one unit, so the fixture is made once; and the units start longest first (`slow` marks a test's time
+    alone), so that no long test starts last while the other processes have nothing left to run."""
+    for item in items:
+        fixtures = item._fixtureinfo.name2fixturedefs.values()
+        if any(defs[-1].scope == "module" for defs in fixtures) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    seconds: Counter[str] = Counter()
+    for item in items:
+        slow = item.get_closest_marker("slow")
+        seconds[unit_of(item)] += slow.args[0] if slow else 0
+    items.sort(key=lambda item: -seconds[unit_of(item)])
+
+
+def engine_running() -> bool:
+    return (
+        shutil.which("docker") is not None and subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+    )
+
+
+BUILD_CACHE_AT_START = pytest.StashKey[int]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The engine's build cache, measured once for the whole run (in the process that runs the others, when the tests
+    run side by side), so that the cache the suite's stacks leave is trimmed back to this size at its end
+    (scripts/lab/docker_disk.py says why)."""
+    if not hasattr(session.config, "workerinput") and engine_running():
+        session.config.stash[BUILD_CACHE_AT_START] = docker_disk.build_cache_bytes()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    before = session.config.stash.get(BUILD_CACHE_AT_START, None)
+    if before is not None and docker_disk.build_cache_bytes() > before:
+        docker_disk.trim_build_cache(before)
+
+
 @pytest.fixture(scope="session")
-def docker_engine() -> Iterator[None]:
-    """A running engine with room for the suite; the build cache the suite's stacks leave is trimmed back to its size
-    at the start when the session ends (scripts/lab/docker_disk.py says why)."""
-    ok = shutil.which("docker") is not None and subprocess.run(["docker", "info"], capture_output=True).returncode == 0
-    require(ok, "a running Docker engine")
+def docker_engine() -> None:
+    """A running engine with room for the suite."""
+    require(engine_running(), "a running Docker engine")
     short = docker_disk.room_for_a_run()
     if short:
         pytest.fail(short)
-    with docker_disk.build_cache_kept():
-        yield
 
 
 @pytest.fixture(scope="session")

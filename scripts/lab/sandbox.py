@@ -3,6 +3,7 @@ they never touch the user's stacks, stack files or state."""
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import json
 import os
@@ -10,7 +11,7 @@ import random
 import re
 import shutil
 import subprocess
-import threading
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -100,20 +101,41 @@ def used_subnets() -> list[ipaddress.IPv4Network]:
     return used + [ipaddress.IPv4Network(w, strict=False) for w in routes if "/" in w and w[0].isdigit()]
 
 
-_claimed: list[ipaddress.IPv4Network] = []  # what this process handed out: sandboxes made at once never share one
-_claiming = threading.Lock()
+# What the sandboxes of this user's processes have claimed, by the claiming process's pid: the harness makes several
+# sandboxes at once, and the suite's tests run in several processes, before any of them has a network to show.
+CLAIMS = Path(tempfile.gettempdir()) / f"agensh-subnet-claims.{os.getuid()}.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _held() -> dict[str, int]:
+    """The claims file's claims; one left half written by a killed process holds none."""
+    try:
+        return json.loads(CLAIMS.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
 
 
 def claim_subnet(candidates: Iterable[ipaddress.IPv4Network]) -> ipaddress.IPv4Network | None:
-    """The first candidate that no Docker network, no host route and no earlier claim of this process uses (the
-    harness makes several sandboxes at once, before any of them has a network to show)."""
-    with _claiming:
-        used = used_subnets() + _claimed
-        for net in candidates:
-            if not any(net.overlaps(u) for u in used):
-                _claimed.append(net)
-                return net
-    return None
+    """The first candidate that no Docker network, no host route and no live process's earlier claim uses. A claim
+    lasts as long as its process: by then the network it was for exists, or is gone."""
+    with open(CLAIMS.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # also between threads: each call opens the file anew
+        claims = {net: pid for net, pid in _held().items() if _alive(pid)}
+        used = used_subnets() + [ipaddress.IPv4Network(net) for net in claims]
+        chosen = next((net for net in candidates if not any(net.overlaps(u) for u in used)), None)
+        if chosen is not None:
+            claims[str(chosen)] = os.getpid()
+        CLAIMS.write_text(json.dumps(claims))
+    return chosen
 
 
 def free_octet(first: int = 160, last: int = 240) -> int:

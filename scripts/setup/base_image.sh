@@ -37,10 +37,12 @@ TARBALL="$CACHE/rootfs-$SUITE-$KEY.tar.gz"
 t0=$(date +%s)
 say() { echo "base_image: [$(( $(date +%s) - t0 ))s] $*"; }
 
-if docker image inspect "$IMAGE" >/dev/null 2>&1; then
+present() {
+  docker image inspect "$IMAGE" >/dev/null 2>&1 || return 1
   docker tag "$IMAGE" "$NAME:$SUITE"
-  say "$IMAGE already present (tagged $NAME:$SUITE); nothing to do"; exit 0
-fi
+  say "$IMAGE already present (tagged $NAME:$SUITE); nothing to do"
+}
+present && exit 0
 if [ "$(id -u)" != 0 ]; then  # a user with passwordless sudo builds it as root, never asked for a password
   sudo -n true 2>/dev/null || { echo "base_image: building $IMAGE needs root (debootstrap chroots and creates device \
 nodes); $(id -un) is not root and sudo -n cannot run (sudo asks for a password, or this user may not use it): run it \
@@ -48,6 +50,10 @@ as root, or give this user passwordless sudo" >&2; exit 1; }
   exec sudo -n env AGENSH_CACHE="${CACHE%/base}" DEBIAN_MIRROR="$MIRROR" bash "$0" "$FLAVOR"
 fi
 mkdir -p "$CACHE"
+# one build at a time (the suite's tests run side by side): who waited finds the image made
+exec 9>"$CACHE/.$NAME.lock"
+flock 9
+present && exit 0
 
 if [ -s "$TARBALL" ]; then
   say "reusing cached rootfs $TARBALL"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import tarfile
 from pathlib import Path
@@ -51,12 +52,14 @@ def blob_dir(dest: Path) -> Path:
     for branch in json.loads((task_dir / "tests.json").read_text())["branches"]:
         out = dest / TASK / "tests" / f"{branch}.tar.gz"
         out.parent.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(out, "w:gz") as tar:
+        part = out.with_name(f".{out.name}.{os.getpid()}.part")  # an evaluation beside may be reading `out`
+        with tarfile.open(part, "w:gz") as tar:
             tar.add(
                 task_dir / "tests" / branch / "eval",
                 arcname="eval",
                 filter=lambda ti: None if "__pycache__" in ti.name else ti,
             )
+        part.replace(out)
     return dest
 
 

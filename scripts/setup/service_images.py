@@ -28,7 +28,7 @@ from pathlib import Path
 
 from model import contract
 from model.project import DEMO_SERVICES, ROOT
-from scripts.setup import cache_root
+from scripts.setup import cache_lock, cache_root
 from scripts.setup.calculator import BASE_IMAGE
 from scripts.setup.go_build import GoBuild, cached, run
 
@@ -86,6 +86,13 @@ def build_image(
     same key exists (the files, not the folders, are hashed). The context is streamed to `docker build -` as a tar.
     With `saved` (a folder) the built image is also kept there as `<key>.tar` (`docker save`), and loaded from it
     when the image is gone (after `destroy`): no rebuild, no package mirror. Returns whether it built."""
+    with cache_lock(f"image-{tag}"):
+        return _build_image(tag, files, extra, labels, saved)
+
+
+def _build_image(
+    tag: str, files: dict[str, Path], extra: str, labels: dict[str, str] | None, saved: Path | None
+) -> bool:
     key = build_key({n: p for n, p in files.items() if p.is_file()}, extra)
     old = image_key(tag)
     if old and old[1:] == (key,):

@@ -11,6 +11,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
 from scripts.setup import demo_images
 from tests.integration.test_demo import labelled
@@ -18,6 +20,7 @@ from tests.integration.test_demo import labelled
 TASK = "testorg__calculator.abc1234"
 
 
+@pytest.mark.slow(175)
 def test_baseline_runs_scores_and_cleans_up(tmp_path: Path, pulumi_engine: str, base_image: str):
     profile, octet = f"baseit-{uuid.uuid4().hex[:4]}", free_octet()
     standin = demo_images.standin_images(profile)  # private tags, as in test_demo: no other run's images touched

@@ -86,6 +86,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, pulumi_cli: str, base_imag
         yield Sandbox(proj, profile, env, state, tmp)
 
 
+@pytest.mark.slow(80)
 def test_the_demo_passes_and_leaves_nothing(sandbox: Sandbox):
     out, took = sandbox.check()
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
@@ -118,6 +119,7 @@ def test_the_demo_passes_and_leaves_nothing(sandbox: Sandbox):
     print(f"check on the demo: {took:.1f} s")
 
 
+@pytest.mark.slow(55)
 def test_broken_inputs_fail_with_their_messages_and_leave_nothing(sandbox: Sandbox):
     """A Dockerfile missing from the checkout, the profile's internal subnet held by another Docker network, and the
     task's test blobs missing: each named with what to do, in one run; the rest still checked."""
@@ -158,6 +160,7 @@ def test_broken_inputs_fail_with_their_messages_and_leave_nothing(sandbox: Sandb
         assert f"check: {passed} ok: " in out.stderr, passed
 
 
+@pytest.mark.slow(70)
 def test_a_terminated_check_removes_what_it_made(sandbox: Sandbox):
     """SIGTERM while its temporary egress proxy runs: the command ends (130) and its networks and containers go."""
     before, state = docker_objects(sandbox.profile), state_digest(sandbox.state)

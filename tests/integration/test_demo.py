@@ -255,6 +255,7 @@ def demo(tmp_path: Path, pulumi_engine: str, base_image: str) -> Iterator[Sandbo
         yield sandbox
 
 
+@pytest.mark.slow(365)
 def test_demo_resumes_scores_and_cleans_up(demo):
     proj, profile, env, run, data, traj, state = demo
     policy = ["--policy-pack", "policies", "--policy-pack-config", f"stacks/{profile}.policy.json"]

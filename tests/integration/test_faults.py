@@ -99,6 +99,7 @@ def short_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(faults, "sandbox", functools.partial(faults.sandbox, hours=BUDGET_HOURS))
 
 
+@pytest.mark.slow(300)
 def test_a_reboot_then_a_full_disk_while_archiving(pulumi_engine: str, base_image: str):
     """One run on a data root of its own (a small tmpfs): the host goes down as the export starts waiting (the
     session dies, the reboot guard stops the profile's containers) and is recovered with `pulumi up --refresh`; the
@@ -108,6 +109,7 @@ def test_a_reboot_then_a_full_disk_while_archiving(pulumi_engine: str, base_imag
     assert verdict.verdict == "held", verdict
 
 
+@pytest.mark.slow(310)
 def test_a_data_root_full_while_the_team_works_marks_the_task(pulumi_engine: str, base_image: str):
     """The data root (a small tmpfs of the run's own) fills as the export starts waiting for the deadline, while the
     team works: it cannot push, which no recovery brings back, so the run says so. The task is marked DATA_ROOT_FULL,
@@ -117,6 +119,7 @@ def test_a_data_root_full_while_the_team_works_marks_the_task(pulumi_engine: str
     assert verdict.verdict == "marked", verdict  # only where the task holds the marker and all else held
 
 
+@pytest.mark.slow(300)
 def test_a_second_up_plans_no_change(beside):
     """Routers and workers carry a memory ceiling; the one Docker fills in (swap) is given, so nothing differs. The
     first up was by the code of before the parts were components: the aliases find each resource where it was."""
@@ -131,6 +134,7 @@ def test_a_second_up_plans_no_change(beside):
     assert len(ceilings) == 4 and all(m == swap for m, swap in ceilings)  # 2 routers, 2 workers: no swap beyond
 
 
+@pytest.mark.slow(150)
 def test_down_and_destroy_beside_another_profile_leave_it_untouched(beside, bare):
     """Two demo-shaped profiles on one host share the pulled images (the real Gitea and MariaDB). `make down` of one
     stops all its containers and keeps its data; the documented `pulumi up --refresh` brings its platform back (its
@@ -157,6 +161,7 @@ def test_down_and_destroy_beside_another_profile_leave_it_untouched(beside, bare
     assert plan.returncode == 0, plan.stdout[-2000:]
 
 
+@pytest.mark.slow(340)
 def test_kills_at_preview_seed_shutdown_and_evaluation_and_a_hanging_model(beside):
     """One run meets, in order: its whole launch session killed while the launch's preview declares the stack and
     again while the seed step works, the model hanging on every agent's next request after the kickoff, the session

@@ -111,6 +111,7 @@ def stack(tmp_path: Path, pulumi_engine: str, base_image: str):
         docker("rmi", "-f", standin, calculator.cleanroom_image(org), check=False)
 
 
+@pytest.mark.slow(100)
 def test_a_model_the_gateway_does_not_list_stops_the_launch_before_the_platform(stack):
     proj, profile, run, data, env = stack
     since = int(time.time()) - 1

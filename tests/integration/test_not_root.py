@@ -122,6 +122,7 @@ def failed(out: subprocess.CompletedProcess[str], run_dir: Path) -> str:
     return "\n".join([*errors, out.stdout[-3000:], out.stderr[-3000:]])
 
 
+@pytest.mark.slow(270)
 def test_the_demo_runs_and_is_destroyed_by_a_user_with_passwordless_sudo(user_host, tmp_path):
     """As the user: the documented launch to 1.0 and the destroy. Through the second test checkout (cc-log): the
     kickoff, `status`, the shutdown and the report read its sessions through the profile's convention, never the

@@ -8,10 +8,12 @@ import json
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from model.project import ROOT
 from scripts.lab import swarm_lab
 from scripts.lab.sandbox import free_octet, isolated_env, profile_config, project_copy
 from scripts.setup import demo_images
@@ -74,14 +76,31 @@ def profile_objects(lab: swarm_lab.Lab, profile: str) -> dict[str, list[str]]:
     return out
 
 
-@pytest.fixture
-def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, base_image: str):
-    """`make(**settings)`: a copy of the project whose stack is the demo profile with engine: swarm on the lab (its
-    own name, octet and data roots; n2 keeps its data apart; the stand-in images under a private tag, so no other run's
-    images are rebuilt), destroyed after the test."""
-    made = []
+@pytest.fixture(scope="module")
+def lab_images(swarm: swarm_lab.Lab, base_image: str) -> Iterator[str]:
+    """The demo's images, the stand-ins under a private tag (so no other run's images are rebuilt), made once and
+    loaded into the lab's manager and registry for the module's stacks; the tag."""
     tag = f"swarmit-{uuid.uuid4().hex[:6]}"
-    standin, mattermost = demo_images.standin_images(tag)
+    made = subprocess.run(
+        [sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", tag],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    try:
+        assert made.returncode == 0, made.stdout + made.stderr
+        swarm_lab.load(swarm, swarm_lab.demo_images(tag))  # what the manager would pull
+        yield tag
+    finally:
+        subprocess.run(["docker", "rmi", *demo_images.standin_images(tag)], capture_output=True)
+
+
+@pytest.fixture
+def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, lab_images: str):
+    """`make(**settings)`: a copy of the project whose stack is the demo profile with engine: swarm on the lab (its
+    own name, octet and data roots; n2 keeps its data apart; the lab's images), destroyed after the test."""
+    made = []
+    standin, mattermost = demo_images.standin_images(lab_images)
 
     def make(**settings):
         lab = swarm
@@ -111,12 +130,11 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, base_image: 
 
         def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
             out = subprocess.run(args, cwd=proj, env=env, capture_output=True, text=True)
-            assert not check or out.returncode == 0, f"{args}: {out.stdout[-4000:]}\n{out.stderr[-3000:]}"
+            # pulumi's diagnostics stand before its outputs, which alone fill the tail
+            said = out.stdout[out.stdout.find("Diagnostics:") :][:6000] if "Diagnostics:" in out.stdout else ""
+            assert not check or out.returncode == 0, f"{args}: {said}\n{out.stdout[-4000:]}\n{out.stderr[-3000:]}"
             return out
 
-        if not made:
-            run(sys.executable, "-m", "scripts.setup.demo_images", "--standin-tag", tag)
-            swarm_lab.load(lab, swarm_lab.demo_images(tag))  # what the manager would pull
         # the demo's relaxation (its cleanroom is built here, not pinned), which new_stack adds the profile's numbers to
         (proj / "stacks" / f"{profile}.policy.json").write_text((proj / "policies" / "demo.json").read_text())
         run(
@@ -139,9 +157,9 @@ def stack(tmp_path: Path, pulumi_engine: str, swarm: swarm_lab.Lab, base_image: 
     for profile, run in made:
         run("pulumi", "destroy", "--yes", "--skip-preview", "--non-interactive", "-s", profile, check=False)
         run("pulumi", "stack", "rm", "--yes", "--force", "--non-interactive", "-s", profile, check=False)
-    subprocess.run(["docker", "rmi", mattermost, standin], capture_output=True)
 
 
+@pytest.mark.slow(600)
 def test_demo_on_two_nodes_scores_and_leaves_nothing(stack, swarm: swarm_lab.Lab):
     proj, profile, env, run, data = stack(hours=BUDGET_HOURS)  # the tests' budget: the same run, 36 s less waiting
     lab = swarm
@@ -208,6 +226,7 @@ def test_demo_on_two_nodes_scores_and_leaves_nothing(stack, swarm: swarm_lab.Lab
     assert not data.exists()
 
 
+@pytest.mark.slow(300)
 def test_a_worker_on_node_b_reaches_only_the_proxy_and_the_services(stack, swarm: swarm_lab.Lab):
     """The bare topology (no steps): worker 2 runs on n2. From inside it the proxy and the platform services on n1
     answer; the stand-in model (egress network), the manager's published ports, the registry and the host do not.

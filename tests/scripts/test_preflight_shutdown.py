@@ -254,6 +254,7 @@ def test_preflight_refuses_a_worker_image_whose_copilot_is_not_the_pin(images, t
     )
 
 
+@pytest.mark.slow(50)
 def test_shutdown_verifies_archives(images, tmp_path: Path):
     """Worker 1 seals; worker 2 never does (missing); worker 3's first seal is corrupt (as when the data root was full
     while it sealed), so the shutdown starts and stops it again, and its second seal is good."""

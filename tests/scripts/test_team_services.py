@@ -804,6 +804,7 @@ def mariadb(
     )
 
 
+@pytest.mark.slow(60)
 def test_mysql_max_connections_verified_by_query(stack: Team):
     out = mariadb(
         stack,
@@ -985,6 +986,7 @@ def merge_commit(t: Team) -> str:
     return pr["merge_commit_sha"]
 
 
+@pytest.mark.slow(150)
 def test_real_copilot_sessions_merge_a_pull_request_and_cannot_push_main(stack: Team, merged, tmp_path: Path):
     api, admin = gitea_api(stack)
     assert merged["sessions"] == {f"{TASK}-1": COPILOT, f"{TASK}-2": COPILOT}  # agentInfo.version of each session
@@ -1044,6 +1046,7 @@ def test_the_reference_cannot_be_read_but_runs(merged):
     assert "Permission denied" in out
 
 
+@pytest.mark.slow(45)
 def test_sessions_continue_a_silent_one_is_nudged_and_the_watchdog_recovers_it(stack: Team, merged, tmp_path: Path):
     """After its first turn the model hangs agent 1's next request: the idle watchdog (the nudges step, here with a
     14 s idle time) nudges agent 1 and not agent 2, which keeps working; the ACP watchdog cancels the silent request
