@@ -650,8 +650,14 @@ def run_sequence(
             )
         differs = compare(clean, s.outcome())
         marks = {f.marks for f, _ in plan}
-        why = [s.rd.marker(TASK, m).read_text().strip() or m for m in s.rd.markers(TASK) if m in marks]
-        problems = [f"left running: {p}" for p in s.leftovers()]
+        said = {
+            m: next(p for p in (s.rd.marker(TASK, m), s.rd.marker(None, m)) if p.exists()).read_text().strip()
+            for m in s.rd.markers(TASK)
+        }  # the task's own marker, else the run's
+        why = [text or m for m, text in said.items() if m in marks]
+        # a marker no fault of the run explains says why the task failed
+        problems = [f"{m}: {text[:300]}" for m, text in said.items() if m not in marks]
+        problems += [f"left running: {p}" for p in s.leftovers()]
         left = s.destroy()
         problems += [left] if left else []
         if beside and before:

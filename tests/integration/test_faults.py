@@ -99,12 +99,21 @@ def short_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(faults, "sandbox", functools.partial(faults.sandbox, hours=BUDGET_HOURS))
 
 
-@pytest.mark.slow(300)
-def test_a_reboot_then_a_full_disk_while_archiving(pulumi_engine: str, base_image: str):
+# The reboot comes as the export starts waiting, at the kickoff, so its recovery is taken from the team's window: at
+# the tests' budget the deadline comes 74 s after the kickoff, and beside the suite's other runs the recovery once took
+# 125 s (the task was lost). Twice the budget: 218 s from the kickoff to the deadline.
+REBOOT_HOURS = 2 * BUDGET_HOURS
+
+
+@pytest.mark.slow(450)
+def test_a_reboot_then_a_full_disk_while_archiving(
+    pulumi_engine: str, base_image: str, monkeypatch: pytest.MonkeyPatch
+):
     """One run on a data root of its own (a small tmpfs): the host goes down as the export starts waiting (the
     session dies, the reboot guard stops the profile's containers) and is recovered with `pulumi up --refresh`; the
     data root then fills while the workers seal their archives, and is recovered by making room and the same `up`.
     It scores what a clean run scores, with verified copies, and nothing left behind."""
+    monkeypatch.setattr(faults, "sandbox", functools.partial(faults.sandbox, hours=REBOOT_HOURS))
     verdict = faults.run_sequence(["reboot@export", "disk-full@shutdown"], CLEAN)
     assert verdict.verdict == "held", verdict
 
