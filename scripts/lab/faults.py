@@ -655,16 +655,17 @@ def run_sequence(
             for m in s.rd.markers(TASK)
         }  # the task's own marker, else the run's
         why = [text or m for m, text in said.items() if m in marks]
-        # a marker no fault of the run explains says why the task failed
-        problems = [f"{m}: {text[:300]}" for m, text in said.items() if m not in marks]
-        problems += [f"left running: {p}" for p in s.leftovers()]
+        problems = [f"left running: {p}" for p in s.leftovers()]
         left = s.destroy()
         problems += [left] if left else []
         if beside and before:
             problems += [f"beside: {c}" for c in before.changes(beside.footprint())]
         if not (s.traj / f"{s.profile}.{RUN_ID}" / TASK / "score.json").exists():
             problems.append("the run's copy has no score.json")
-        return Verdict(name, *judge(differs, problems, why), recover_s, time.time() - t0)
+        verdict, detail = judge(differs, problems, why)
+        if verdict == "LOST":  # what the run's markers say of why (a fault's own, such as EXPORT_FAILED, among them)
+            detail += "".join(f"; marker {m}: {text[:300] or '(empty)'}" for m, text in said.items())
+        return Verdict(name, verdict, detail, recover_s, time.time() - t0)
 
 
 def print_matrix(verdicts: list[Verdict], took: float) -> None:
