@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 from collections import Counter
+from contextlib import ExitStack
 
 import pytest
 
@@ -61,21 +62,20 @@ def engine_running() -> bool:
     )
 
 
-BUILD_CACHE_AT_START = pytest.StashKey[int]()
+BUILD_CACHE_KEPT = pytest.StashKey[ExitStack]()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """The engine's build cache, measured once for the whole run (in the process that runs the others, when the tests
-    run side by side), so that the cache the suite's stacks leave is trimmed back to this size at its end
-    (scripts/lab/docker_disk.py says why)."""
+    """The build cache the suite's stacks leave is trimmed back to its size at the start when the run ends
+    (scripts/lab/docker_disk.py says why): once for the whole run, in the process that runs the others when the tests
+    run side by side."""
     if not hasattr(session.config, "workerinput") and engine_running():
-        session.config.stash[BUILD_CACHE_AT_START] = docker_disk.build_cache_bytes()
+        kept = session.config.stash[BUILD_CACHE_KEPT] = ExitStack()
+        kept.enter_context(docker_disk.build_cache_kept())
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    before = session.config.stash.get(BUILD_CACHE_AT_START, None)
-    if before is not None and docker_disk.build_cache_bytes() > before:
-        docker_disk.trim_build_cache(before)
+    session.config.stash.get(BUILD_CACHE_KEPT, ExitStack()).close()
 
 
 @pytest.fixture(scope="session")

@@ -106,14 +106,12 @@ def used_subnets() -> list[ipaddress.IPv4Network]:
 CLAIMS = Path(tempfile.gettempdir()) / f"agensh-subnet-claims.{os.getuid()}.json"
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Running (a zombie left to an init that does not reap counts as gone)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
         return False
-    except PermissionError:
-        pass
-    return True
 
 
 def _held() -> dict[str, int]:
@@ -129,7 +127,7 @@ def claim_subnet(candidates: Iterable[ipaddress.IPv4Network]) -> ipaddress.IPv4N
     lasts as long as its process: by then the network it was for exists, or is gone."""
     with open(CLAIMS.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # also between threads: each call opens the file anew
-        claims = {net: pid for net, pid in _held().items() if _alive(pid)}
+        claims = {net: pid for net, pid in _held().items() if alive(pid)}
         used = used_subnets() + [ipaddress.IPv4Network(net) for net in claims]
         chosen = next((net for net in candidates if not any(net.overlaps(u) for u in used)), None)
         if chosen is not None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from model import contract
-from scripts.lab.sandbox import claim_subnet
+from scripts.lab.sandbox import alive, claim_subnet
 from scripts.lib.step import write_atomic
 
 LAB_OCTET = 31  # the lab's underlay lives in 10.31.0.0/16, one /24 per lab
@@ -262,7 +262,7 @@ def restart(lab: Lab, node: LabNode) -> None:
     without live-restore), wait for it to exit, start it again with the same settings."""
     _stop(node.pid, 60)
     deadline = time.monotonic() + 30
-    while node.pid and _alive(node.pid) and time.monotonic() < deadline:  # after a SIGKILL: gone before the new one
+    while node.pid and alive(node.pid) and time.monotonic() < deadline:  # after a SIGKILL: gone before the new one
         time.sleep(0.2)
     _daemon(lab, node)
 
@@ -336,23 +336,15 @@ def demo_images(standin_tag: str = "demo") -> list[str]:
     return [*standin_images(standin_tag), MARIADB_IMAGE, GITEA_IMAGE, copilot, *cleanroom]
 
 
-def _alive(pid: int) -> bool:
-    """Running (a zombie left to an init that does not reap counts as gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
 def _stop(pid: int | None, wait_s: float) -> None:
     """SIGTERM, then SIGKILL after `wait_s` seconds."""
-    if not pid or not _alive(pid):
+    if not pid or not alive(pid):
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait_s
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.3)
-    if _alive(pid):
+    if alive(pid):
         os.kill(pid, signal.SIGKILL)
 
 

@@ -11,8 +11,8 @@ unset PULUMI_OPTION_POLICY_PACK
 bash scripts/setup/lint.sh || exit 1
 # The tests run side by side in TEST_JOBS processes (pytest-xdist): most of a whole-pipeline test's time is waiting
 # (for a task's budget, a deadline, a node), so more processes than cores keep the cores busy; three keep the 2-core
-# reference machine busy (docs/performance.md: with four, a swarm stack's `up` once failed under the load). A module's tests that share a
-# module-scoped fixture run in one process, and the longest start first (tests/conftest.py).
+# reference machine busy (docs/performance.md: with four, a swarm stack's `up` once failed under the load). A module's
+# tests that share a module-scoped fixture run in one process, and the longest start first (tests/conftest.py).
 .venv/bin/python -m pytest tests -n "${TEST_JOBS:-3}" --dist loadgroup --no-loadscope-reorder --durations=30 "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 from model.project import ROOT
-from scripts.lab import swarm_lab
+from scripts.lab import sandbox, swarm_lab
 
 PROBE = """
 import json, socket, sys, urllib.request
@@ -144,7 +144,7 @@ def test_down_leaves_nothing(docker_engine: None, tmp_path: Path):
         f"agensh-swarm-lab-{lab.id}"
         not in subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True).stdout
     )
-    assert not any(swarm_lab._alive(pid) for pid in [lab.registry_pid, *(n.pid for n in lab.nodes)] if pid)
+    assert not any(sandbox.alive(pid) for pid in [lab.registry_pid, *(n.pid for n in lab.nodes)] if pid)
     assert lab.state_dir not in Path("/proc/self/mountinfo").read_text()
     assert not Path(lab.state_dir).exists() and not (swarm_lab.RUN_ROOT / lab.id).exists()
 
@@ -168,7 +168,7 @@ def test_an_engine_of_its_own_restarts_like_a_host_daemon(docker_engine: None, b
         assert run(*node.enter, *answer, "http://10.201.7.5:8080/").returncode == 0
         before = node.pid
         swarm_lab.restart(lab, node)
-        assert node.pid != before and not swarm_lab._alive(before)
+        assert node.pid != before and not sandbox.alive(before)
         state = lab.docker(node, "inspect", "-f", "{{.State.Running}} {{.RestartCount}}", "probe").stdout.split()
         assert state == ["false", "0"]  # stopped by the restart, not started again by itself
         lab.docker(node, "start", "probe")
@@ -176,7 +176,7 @@ def test_an_engine_of_its_own_restarts_like_a_host_daemon(docker_engine: None, b
         assert lab.docker(node, "inspect", "-f", "{{.State.Running}}", "probe").stdout.strip() == "true"
     finally:
         assert swarm_lab.down(lab) == [], "the engine left something behind"
-    assert not Path(lab.state_dir).exists() and not swarm_lab._alive(node.pid or 0)
+    assert not Path(lab.state_dir).exists() and not sandbox.alive(node.pid or 0)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
