@@ -19,9 +19,6 @@ from .images import Images
 from .networks import Networks, docker_labels
 from .sdk import Container, shared_outputs
 
-SLICE = "pbench.slice"
-
-
 # How an engine declares one container of the topology (Platform and Team call it with what it waits for): a
 # container here, a swarm service in components/swarm.py. The engine plans it and waits for its image too.
 Declare = Callable[[str, Placement, pulumi.ResourceOptions], pulumi.Resource]
@@ -153,7 +150,7 @@ def container(
             start=False if s.woken else None,
             attach=True if s.one_shot else None,
             logs=True if s.one_shot else None,
-            cgroup_parent=SLICE if p.host_units != "off" else None,
+            cgroup_parent=p.systemd_slice,
         ),
         opts,
         exit_code=s.one_shot,

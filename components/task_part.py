@@ -123,7 +123,13 @@ class TaskPart(ExperimentPart):
                 convention=p.checkout_convention,
             ), {**chat, **docker}
         if step == steps.EXPORT:
-            return si.ExportInputs(**base, **self._gitea(), profile=p.profile, grace_s=p.export_grace_s), gitea
+            return si.ExportInputs(
+                **base,
+                **self._gitea(),
+                profile=p.profile,
+                grace_s=p.export_grace_s,
+                keeper_slice=p.systemd_slice or "",
+            ), gitea
         if step == steps.REMINDERS:
             return si.RemindersInputs(**mattermost, minutes=p.reminder_minutes), chat
         if step == steps.NUDGES:

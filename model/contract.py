@@ -16,6 +16,7 @@ PREFIX = "omcgitea"
 MAX_NAME = 63  # Docker names and hostnames
 PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9-]*")  # docs/requirements.md R9
 RUN_ID_RE = re.compile(r"\d{8}t\d{6}z")  # docs/requirements.md R8: date -u +%Y%m%dt%H%M%Sz
+SLICE = "pbench.slice"  # the host units' systemd slice (components/host_units.py)
 
 
 # Docker references (https://github.com/distribution/reference): a repository path with an optional registry host,

@@ -40,6 +40,11 @@ class Profile(ProfileSettings):
         return parse_utc(self.start_at) if self.start_at else None
 
     @property
+    def systemd_slice(self) -> str | None:
+        """The slice its containers, launcher and deadline keepers run in: the host units', when it has them."""
+        return contract.SLICE if self.host_units != "off" else None
+
+    @property
     def compose_project(self) -> str:
         return contract.compose_project(self.profile)
 

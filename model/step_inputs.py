@@ -170,6 +170,7 @@ class ExportInputs(GiteaInputs):
     profile: str
     grace_s: int  # the profile's export_grace_s: past the deadline by this, with no export running, the keeper stops
     # the task's workers (giving each this long to seal its archive, as the shutdown does)
+    keeper_slice: str = ""  # the systemd slice of the keeper's own service: the profile's, when it has host units
 
 
 class CleanroomCopy(BaseModel):

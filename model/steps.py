@@ -185,12 +185,14 @@ EXPORT = StepDef(
     "export",
     si.ExportInputs,
     r.ExportResult,
+    delete="disarm",
     after=("kickoff",),
     when="team",
     phase="archiving",
-    does="arms the deadline keeper (a detached process that at the deadline locks `main` and records its HEAD in "
-    "`freeze.json`, with or without the launcher); at the deadline: that frozen HEAD as `submission.tar.gz` (or "
-    "recovered, `EXPORT_FAILED`), never a later commit ([operations.md](operations.md#resume-after-an-interruption))",
+    does="arms the deadline keeper (a process of its own that at the deadline locks `main` and records its HEAD in "
+    "`freeze.json`, with or without the launcher; its delete stops it); at the deadline: that frozen HEAD as "
+    "`submission.tar.gz` (or recovered, `EXPORT_FAILED`), never a later commit "
+    "([operations.md](operations.md#resume-after-an-interruption))",
 )
 REMINDERS = StepDef(
     "reminders",

@@ -26,10 +26,19 @@ from model import steps
 from model.records import ExportResult, Freeze, KickoffResult, read_record
 from model.rundir import EXPORT_FAILED, RunDir
 from model.step_inputs import ExportInputs, GiteaInputs
-from scripts.lib.freeze import KEEP, arm, freeze, keep
+from scripts.lib.freeze import KEEP, arm, disarm, freeze, keep
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import HTTPFailure
-from scripts.lib.step import StepFailed, iso, mode_of, progress, step_main, wait_until, write_marker
+from scripts.lib.step import (
+    StepFailed,
+    iso,
+    load_inputs,
+    mode_of,
+    progress,
+    step_main,
+    wait_until,
+    write_marker,
+)
 
 CONNECT_TIMEOUT_S = 10.0  # Gitea accepts in milliseconds; a host that is gone leaves a TCP connect hanging
 STALL_S = 60  # a connected Gitea that sends nothing for this long counts as unreachable
@@ -127,8 +136,11 @@ def export(a: ExportInputs, password: str) -> ExportResult:
 
 
 def main(argv: list[str], env: Mapping[str, str] = os.environ) -> int:
-    if mode_of("export", argv, steps.EXPORT.args, KEEP) == KEEP:
-        return keep(env)
+    if argv[:1] == [KEEP]:
+        return keep(env, argv[1:])
+    if mode_of("export", argv, steps.EXPORT.args, steps.EXPORT.delete) == steps.EXPORT.delete:
+        progress(f"export: deadline keeper: {disarm(load_inputs(ExportInputs, env))}")
+        return 0
     return step_main(
         steps.EXPORT,
         env,

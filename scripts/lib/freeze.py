@@ -2,20 +2,27 @@
 made immovable for everyone but the administrator, so work done after the deadline never reaches the submission,
 even when the launcher (`make up`: the engine and its step programs) was dead at the deadline and resumed later.
 
-The export arms a keeper as it starts (right after the kickoff): the export's program with the argument `keep`, in a
-session of its own (its own process group, stdin from /dev/null, output to `keeper.log`), so neither a hang-up nor a
-kill of the launcher's process group reaches it. It sleeps until the deadline (at once when that has passed) and
-freezes. It is not a transient systemd timer: the unit would carry Gitea's administrator password in its environment
-(shown by `systemctl show`), and it would not outlive a reboot either. Keeper and export both freeze; the first record
-written stays (it is created once, never replaced), and both lock `main` before reading its HEAD, so they agree.
+The export arms a keeper as it starts (right after the kickoff): the export's program with the arguments `keep
+<profile>` (the profile so that `make down` finds it), stdin from /dev/null, output to `keeper.log`. Where systemd is
+the host's init it runs as a transient service of its own (scripts/lib/transient.py) in the profile's slice: a
+process of the launcher's unit, whatever its session, dies when that unit ends. Elsewhere it runs in a session of its
+own, which neither a hang-up nor a kill of the launcher's process group reaches. Gitea's administrator password
+reaches it in a file only it can read (0600, in a private directory outside the run), which it reads and deletes as
+it starts: a unit's environment is shown to every user. It sleeps until the deadline (at once when that has passed)
+and freezes. Keeper and export both freeze; the first record written stays (it is created once, never replaced), and
+both lock `main` before reading its HEAD, so they agree. It does not outlive a reboot: the resumed export arms it
+again. The export's undo (`pulumi destroy`) and `make down` stop it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,16 +30,19 @@ from typing import Literal
 
 from model import contract, steps
 from model.project import ROOT
-from model.records import Freeze, KickoffResult, read_record
+from model.records import Freeze, KickoffResult, ShutdownResult, read_record
 from model.rundir import RunDir
 from model.step_inputs import ExportInputs, GiteaInputs
+from scripts.lib import privilege, transient
 from scripts.lib.http import HTTPFailure, request
 from scripts.lib.step import held, iso, now, progress, wait_until, write_atomic
 
 KEEP = "keep"  # the export program's argument that makes it the keeper (its path is pinned with the step's)
+SECRET_ENV = "AGENSH_GITEA_PASSWORD_FILE"  # where the keeper finds the password (a file it deletes once read)
+CARRIED = ("PATH", "HOME", "LANG", "DOCKER_HOST")  # what the keeper's service is given of the export's environment
 RETRY_S = 30  # the keeper tries again this often while Gitea does not answer at the deadline
 GIVE_UP_S = 3600  # then leaves the freeze to the export, which records how late it froze
-WATCH_S = 2  # how often the keeper looks for the export's receipt during the grace after the deadline
+WATCH_S = 2  # how often the keeper looks for the launch's shutdown after the deadline
 
 
 def lock_main(gitea: str, repo: str, auth: tuple[str, str], attempts: int, timeout: float) -> None:
@@ -104,8 +114,35 @@ def keeper_alive(rd: RunDir, task_id: str) -> bool:
     return held(rd.keeper_lock(task_id))
 
 
+def unit_name(a: ExportInputs) -> str:
+    """The keeper's systemd service: one per task of a run directory (two checkouts' profiles of one name get two)."""
+    tag = hashlib.sha256(str(RunDir(Path(a.run_dir)).task(a.task_id)).encode()).hexdigest()[:12]
+    return f"agensh-keeper-{a.profile}-{tag}"
+
+
+def hand_over(password: str) -> Path:
+    """The password in a file only this user can read, in a private directory of its own (never in the run, which is
+    copied to the results)."""
+    folder = Path(tempfile.mkdtemp(prefix="agensh-keeper-"))  # 0700
+    path = folder / "password"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(password)
+    return path
+
+
+def taken(env: Mapping[str, str]) -> str:
+    """The password the keeper was handed, its file and folder deleted."""
+    path = Path(env[SECRET_ENV])
+    try:
+        return path.read_text()
+    finally:
+        path.unlink(missing_ok=True)
+        path.parent.rmdir()
+
+
 def arm(a: ExportInputs, password: str) -> str:
-    """Start the task's keeper, detached from the launcher, unless `main` is frozen or a keeper lives; says which."""
+    """Start the task's keeper out of the launcher's reach, unless `main` is frozen or a keeper lives; says which."""
     rd = RunDir(Path(a.run_dir))
     if rd.freeze(a.task_id).exists():
         return "not needed: main is frozen"
@@ -113,32 +150,73 @@ def arm(a: ExportInputs, password: str) -> str:
         return "already armed"
     log = rd.keeper_log(a.task_id)
     log.parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", steps.EXPORT.module, KEEP, a.profile]
+    env = {
+        **{k: os.environ[k] for k in CARRIED if os.environ.get(k)},
+        "PYTHONUNBUFFERED": "1",
+        "AGENSH_INPUT": a.model_dump_json(),
+        SECRET_ENV: str(hand_over(password)),
+    }
+    unsafe = ""
+    if transient.systemd_runs():
+        unit = unit_name(a)
+        command = transient.service(
+            unit, f"agensh: deadline keeper of {a.task_id}", argv, env, log, a.keeper_slice or None
+        )
+        try:
+            what = "the deadline keeper's own systemd service"
+            started = privilege.run(command, what, capture_output=True, text=True)
+            if started.returncode == 0:
+                return f"armed in its own systemd service {unit}.service (log: the task's {log.name})"
+            unsafe = f"systemd-run failed ({started.stderr.strip()})"
+        except privilege.NotRoot as err:
+            unsafe = str(err)
+        unsafe = f"; WARNING: it ends with the launcher's systemd unit: {unsafe}"
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", steps.EXPORT.module, KEEP],
+            argv,
             cwd=ROOT,
-            env={**os.environ, "AGENSH_INPUT": a.model_dump_json(), "AGENSH_GITEA_PASSWORD": password},
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return f"armed (pid {proc.pid}, log: the task's {log.name})"
+    return f"armed (pid {proc.pid}, a session of its own, log: the task's {log.name}){unsafe}"
 
 
-def stop_unexported(a: ExportInputs, deadline: float) -> str:
-    """At the deadline plus the grace, with no export running or done (the launcher is dead), stop the task's workers:
-    main is locked, so what they do cannot reach the submission, and they would spend the model's budget for nothing.
-    Each gets the grace to seal its archive, as the shutdown gives it; the shutdown, when the launch resumes, finds
-    them stopped. On a swarm the workers are services on other nodes: left to the shutdown."""
+def disarm(a: ExportInputs) -> str:
+    """Stop the task's keeper, if one lives (the export's undo): its process ends, and with it its service."""
     rd = RunDir(Path(a.run_dir))
-    exported = rd.receipt(steps.EXPORT.name, a.task_id)
-    while time.time() < deadline + a.grace_s:  # an export that ends meanwhile ends the keeper's watch at once
-        if exported.exists() or not rd.path.is_dir():
-            return "the export is done: the team is the launch's to stop"
+    lock = rd.keeper_lock(a.task_id)
+    if not keeper_alive(rd, a.task_id):
+        return "no keeper alive"
+    pid = int(lock.read_text().split()[1])
+    os.kill(pid, signal.SIGTERM)
+    return f"keeper (pid {pid}) stopped"
+
+
+def stop_abandoned(a: ExportInputs, deadline: float) -> str:
+    """At the deadline plus the grace, stop the task's workers unless the launch is stopping them: `main` is locked,
+    so what they do cannot reach the submission, and they would spend the model's budget for nothing. The launch is
+    stopping them while it runs (its launcher, export or shutdown alive) and has when its shutdown completed; a launch
+    that died, whose export failed, or that was stopped after its export (one `make stop` in the window ends it
+    before its shutdown) leaves them to the keeper. Each gets the grace to seal its archive, as the shutdown gives it;
+    the shutdown, when the launch resumes, finds them stopped. On a swarm the workers are services on other nodes:
+    left to the shutdown."""
+    rd = RunDir(Path(a.run_dir))
+
+    def launch_alive() -> bool:
+        return held(rd.launcher) or any(held(rd.lock(s.name, a.task_id)) for s in (steps.EXPORT, steps.SHUTDOWN))
+
+    while True:
+        if not rd.path.is_dir():
+            return "the run is gone"
+        if steps.result_of(rd, steps.SHUTDOWN, a.task_id, ShutdownResult) is not None:
+            return "the launch's shutdown stopped the team"
+        if time.time() >= deadline + a.grace_s and not launch_alive():
+            break
         time.sleep(WATCH_S)
-    if held(rd.lock(steps.EXPORT.name, a.task_id)) or exported.exists():
-        return "an export has started: the team is the launch's to stop"
     filters = [
         contract.profile_filter(a.profile),
         contract.role_filter("worker"),
@@ -149,13 +227,17 @@ def stop_unexported(a: ExportInputs, deadline: float) -> str:
     ).stdout.split()
     if names:
         subprocess.run(["docker", "stop", "-t", str(a.grace_s), *names], capture_output=True, text=True)
-    return f"no export by the deadline + {a.grace_s} s: {len(names)} worker(s) stopped, archives sealed"
+    return f"no launch stopping the team by the deadline + {a.grace_s} s: {len(names)} worker(s) stopped"
 
 
-def keep(env: Mapping[str, str]) -> int:
+def keep(env: Mapping[str, str], argv: list[str]) -> int:
     """The keeper: one per task (its lock), asleep until the deadline, then the freeze, retried while Gitea is down;
-    then, if no export has started by the deadline and the grace, the team's stop."""
+    then the team's stop, unless a launch stops it (`stop_abandoned`)."""
     a = ExportInputs.model_validate_json(env["AGENSH_INPUT"])
+    password = taken(env)
+    if argv != [a.profile]:
+        progress(f"keeper: takes `{KEEP} {a.profile}` (the profile, for `make down` to find it); got {argv}")
+        return 2
     rd = RunDir(Path(a.run_dir))
     with open(rd.keeper_lock(a.task_id), "a+") as lock:
         try:
@@ -175,7 +257,7 @@ def keep(env: Mapping[str, str]) -> int:
         code = 0
         while rd.path.is_dir():  # gone: the profile was destroyed meanwhile
             try:
-                f = freeze(a, env["AGENSH_GITEA_PASSWORD"], kickoff.deadline_epoch, "keeper")
+                f = freeze(a, password, kickoff.deadline_epoch, "keeper")
                 progress(f"keeper: main frozen at {f.head[:12]} by the {f.by} at {f.frozen_at}")
                 break
             except HTTPFailure as err:
@@ -186,5 +268,5 @@ def keep(env: Mapping[str, str]) -> int:
                 progress(f"keeper: Gitea did not answer ({err}); trying again in {RETRY_S} s")
                 time.sleep(RETRY_S)
         if rd.path.is_dir():
-            progress(f"keeper: {stop_unexported(a, kickoff.deadline_epoch)}")
+            progress(f"keeper: {stop_abandoned(a, kickoff.deadline_epoch)}")
         return code

@@ -16,7 +16,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,14 +31,13 @@ from model.profile import Profile
 from model.project import ROOT
 from model.records import Launch
 from model.rundir import CopyDir, ProfileDir, RunDir
-from scripts.lib import copies, privilege
+from scripts.lib import copies, privilege, transient
 from scripts.lib.step import held, iso
 
 HOW_ENV = "AGENSH_LAUNCH_HOW"  # how the launcher runs: foreground (the default), session, or unit
 ID_ENV = "AGENSH_LAUNCH_ID"  # the detaching command's id for the launch it started, to find that launch's record
 UNIT_ENV = "AGENSH_LAUNCH_UNIT"  # the systemd unit a launcher runs in (a detached or a scheduled launch)
 START_AT_ENV = "AGENSH_START_AT"  # a scheduled launch's time, set by its service (scripts/cli/schedule.py)
-SLICE = "pbench.slice"
 GUARD = "pbench-reboot-guard.service"
 START_S = 60.0  # a detached launcher takes its lock within seconds; this covers a loaded host
 UPDATE_BEGINS = "launch: pulumi up -s "  # the launcher's line as an update begins (Updates.start)
@@ -55,6 +53,8 @@ CARRIED = (
     "DOCKER_HOST",
 )
 STOP_GRACE_S = 720  # pulumi gets SIGINT and up to 12 minutes to finish what is in flight
+# how a launcher's service ends: SIGINT to the launcher alone (which passes it on), then the grace
+UNIT_PROPS = ("KillMode=mixed", "KillSignal=SIGINT", f"TimeoutStopSec={STOP_GRACE_S}")
 
 
 class Refused(Exception):
@@ -107,12 +107,20 @@ def describe(r: Record | None) -> str:
 
 def run_dir(p: Profile) -> RunDir:
     """The run directory, its profile's directory claimed first as the profile's data step claims it (so that step
-    finds it agensh's own)."""
+    finds it agensh's own). Refused when it, or the launcher's files in it, belong to another user (a launch with
+    sudo earlier): this launch could not write them."""
+    pd, rd = ProfileDir.of(p), RunDir.of(p)
+    for path in (pd.path, rd.path, rd.launcher, rd.launch_log):
+        if path.exists() and path.stat().st_uid != os.geteuid():
+            raise Refused(
+                f"{path} belongs to {privilege.user_name(path.stat().st_uid)}, not to you "
+                f"({privilege.user_name(os.geteuid())}): an earlier launch ran as that user (with sudo?). Launch as "
+                f"that user, or give the profile's data back: sudo chown -R {os.geteuid()}:{os.getegid()} {pd.path}"
+            )
     try:
-        ProfileDir.of(p).claim(p.profile, iso(time.time()))
+        pd.claim(p.profile, iso(time.time()))
     except ValueError as err:
         raise Refused(str(err)) from None
-    rd = RunDir.of(p)
     rd.path.mkdir(parents=True, exist_ok=True)
     return rd
 
@@ -196,11 +204,6 @@ def launch_environment() -> dict[str, str]:
     return {"PATH": PATH, "LANG": "C.UTF-8", **{k: v for k, v in values.items() if v}}
 
 
-def systemd_runs() -> bool:
-    """Whether this host's init is systemd (its runtime directory exists) and systemd-run is at hand."""
-    return Path("/run/systemd/system").is_dir() and shutil.which("systemd-run") is not None
-
-
 def unit_name(stack: str) -> str:
     return f"agensh-up-{stack}"
 
@@ -210,31 +213,19 @@ def systemd_command(stack: str, p: Profile, env: dict[str, str], log: Path, argv
     restarted; stopped with SIGINT to the launcher alone (which passes it on), then the scheduled launch's grace."""
     unit = unit_name(stack)
     props = [
-        "Restart=no",
-        "KillMode=mixed",
-        "KillSignal=SIGINT",
-        f"TimeoutStopSec={STOP_GRACE_S}",
+        *UNIT_PROPS,
         "Wants=docker.service",
         f"After=docker.service {GUARD}" if p.host_units != "off" else "After=docker.service",
-        f"StandardOutput=append:{log}",
-        f"StandardError=append:{log}",
     ]
-    return [
-        "systemd-run",
-        f"--unit={unit}",
-        "--collect",
-        f"--description=agensh: launch of stack {stack}",
-        f"--working-directory={ROOT}",
-        *([] if privilege.is_root() else [f"--uid={os.geteuid()}", f"--gid={os.getegid()}"]),  # the caller's, by sudo
-        *([f"--slice={SLICE}"] if p.host_units != "off" else []),
-        *(f"--property={prop}" for prop in props),
-        *(f"--setenv={k}={v}" for k, v in sorted({**env, UNIT_ENV: f"{unit}.service", HOW_ENV: "unit"}.items())),
-        "/bin/bash",
-        "-c",
-        '. scripts/env.sh && exec "$@"',  # the toolchain on PATH, as for a scheduled launch
-        "launch",
-        *argv,
-    ]
+    return transient.service(
+        unit,
+        f"agensh: launch of stack {stack}",
+        ["/bin/bash", "-c", '. scripts/env.sh && exec "$@"', "launch", *argv],  # the toolchain on PATH
+        {**env, UNIT_ENV: f"{unit}.service", HOW_ENV: "unit"},
+        log,
+        p.systemd_slice,
+        props,
+    )
 
 
 def detach(stack: str, p: Profile, args: list[str]) -> int:
@@ -250,7 +241,7 @@ def detach(stack: str, p: Profile, args: list[str]) -> int:
     start = log.stat().st_size if log.exists() else 0
     with open(log, "a") as fh:
         fh.write(f"--- launch of stack {stack} detached at {iso(time.time())} ---\n")
-    if systemd_runs():
+    if transient.systemd_runs():
         try:
             env = {**launch_environment(), ID_ENV: launch_id}
             as_root = privilege.sudo("a detached launch, a systemd service (systemd-run)")
@@ -323,7 +314,7 @@ def stop(stack: str, p: Profile) -> int:
     if not running(rd) or record is None:
         print(f"stop: no launch of stack {stack} is running", file=sys.stderr)
         return 1
-    if record.unit and systemd_runs():
+    if record.unit and transient.systemd_runs():
         try:
             sent = privilege.run(
                 ["systemctl", "kill", "--signal=SIGINT", "--kill-whom=main", record.unit],

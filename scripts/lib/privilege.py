@@ -23,15 +23,20 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
+def user_name(uid: int) -> str:
+    """A uid's user name, or `uid N` for one without (a container's)."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
 def sudo(what: str) -> list[str]:
     """The prefix that runs a command as root: nothing as root, else `sudo -n` once `sudo -n true` shows it asks for
     no password (NotRoot, saying what lacks, otherwise)."""
     if is_root():
         return []
-    try:
-        user = pwd.getpwuid(os.geteuid()).pw_name
-    except KeyError:  # a uid without a name (a container's)
-        user = f"uid {os.geteuid()}"
+    user = user_name(os.geteuid())
     if shutil.which("sudo") is None:
         raise NotRoot(missing(what, user, "no sudo on this host"))
     probe = subprocess.run(["sudo", "-n", "true"], stdin=subprocess.DEVNULL, capture_output=True, text=True)

@@ -40,7 +40,9 @@ def venv_mounts() -> list[str]:
 def systemd_host(tmp_path: Path, docker_engine: None):
     """A container booting systemd and sshd on an internal network, with this host's Docker socket and client and
     the project's venv (read-only, at its own path).
-    Yields its name, address, its SSH host key, the SSH private key (text and file) accepted for root, and a run id."""
+    The checkout is there read-only at its own path, and a folder of the test's (`shared`) read-write at its own.
+    Yields its name, address, its SSH host key, the SSH private key (text and file) accepted for root, a run id and
+    that folder."""
     built = subprocess.run(
         ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True
     )
@@ -50,6 +52,8 @@ def systemd_host(tmp_path: Path, docker_engine: None):
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     net, name = f"agensh-test-{run}", f"agensh-test-systemd-{run}"
     octet = free_octet()
+    shared = tmp_path / "shared"
+    shared.mkdir()
     docker("network", "create", "--internal", "--subnet", f"10.{octet}.0.0/28", "--label", f"agensh.test={run}", net)
     try:
         docker(
@@ -80,6 +84,10 @@ def systemd_host(tmp_path: Path, docker_engine: None):
             f"{shutil.which('docker')}:/usr/local/bin/docker:ro",
             "-v",
             f"{key}.pub:/root/.ssh/authorized_keys:ro",
+            "-v",
+            f"{ROOT}:{ROOT}:ro",
+            "-v",
+            f"{shared}:{shared}",
             *venv_mounts(),
             "agensh-systemd-host:bookworm",
             "/sbin/init",
@@ -102,6 +110,7 @@ def systemd_host(tmp_path: Path, docker_engine: None):
             "key_path": str(key),
             "run": run,
             "host_key": host_key,
+            "shared": str(shared),
         }
     finally:
         docker("rm", "-f", name, check=False)

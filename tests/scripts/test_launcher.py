@@ -6,6 +6,7 @@ itself runs in test_demo (its terminal hung up, a second launch refused, status 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,20 @@ def test_the_detached_service(tmp_path: Path):
 def test_stop_without_a_launch_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert launcher.stop("cohort", profile(tmp_path)) == 1
     assert "no launch of stack cohort is running" in capsys.readouterr().err
+
+
+def test_a_run_directory_of_another_user_is_refused_with_the_fix(tmp_path: Path):
+    """A launch after `sudo make up` (the run directory root's, the launch a user's): refused before anything is
+    written, saying whose it is and how to give it back; not a traceback from the lock file."""
+    p = profile(tmp_path)
+    rd = RunDir.of(p)
+    launcher.hold("stack-a", p)[0].close()  # the earlier launch made the profile and run directories
+    stranger = 4242 if os.geteuid() != 4242 else 4243
+    os.chown(rd.launcher, stranger, stranger)
+    with pytest.raises(launcher.Refused) as refused:
+        launcher.hold("stack-a", p)
+    said = str(refused.value)
+    assert f"{rd.launcher} belongs to uid {stranger}, not to you" in said, said
+    assert f"sudo chown -R {os.geteuid()}:{os.getegid()} {rd.path.parent}" in said
+    detached = launcher.detach("stack-a", p, [])
+    assert detached == 2 and not rd.launch_log.exists()
