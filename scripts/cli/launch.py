@@ -17,9 +17,10 @@ in the profile's file, where every part reads it.
 
 `up` runs detached unless `--foreground` (scripts/lib/launcher.py): after the preview and the question on this
 terminal, the launch runs on without it, logged to the run directory's launch.log. Every launch holds the stack's
-launch lock, so a second one is refused while one runs. Ctrl-C (SIGINT) and SIGTERM are passed on to every update in
-flight, each time (a second one makes pulumi give up what is in flight, as it does on its own); nothing new starts
-after one.
+launch lock, so a second one is refused while one runs. Ctrl-C (SIGINT) is passed on to every update in flight, each
+time (a second one makes pulumi give up what is in flight, as it does on its own); SIGTERM (its systemd service
+stopped: a host's shutdown) is passed on twice, GIVE_UP_S apart, so the updates give up what is in flight at once and
+the launcher ends within seconds. Nothing new starts after either.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from types import FrameType
 from typing import Annotated, Literal
@@ -45,6 +47,7 @@ from scripts.lib import launcher
 
 PREVIEW_ENV = ROOT / "scripts" / "setup" / "preview.env"
 POLL_S = 2.0
+GIVE_UP_S = 2.0  # between the two SIGTERMs: pulumi takes one signal at a time, and drops one that comes too soon
 PACK = ["--policy-pack", "policies"]  # it reads each part's numbers, its profile's, by itself
 
 cli = options.typer_app()
@@ -86,7 +89,12 @@ class Updates:
     def pass_on(self, sig: int, frame: FrameType | None) -> None:
         self.stopping = True
         print(f"launch: {signal.Signals(sig).name}, passed on to {', '.join(self.running) or 'nothing'}", flush=True)
-        for proc in self.running.values():
+        self.signal_all(sig)
+        if sig == signal.SIGTERM:  # stop now: pulumi's second signal gives up what is in flight
+            threading.Timer(GIVE_UP_S, self.signal_all, (sig,)).start()
+
+    def signal_all(self, sig: int) -> None:
+        for proc in list(self.running.values()):
             if proc.poll() is None:
                 proc.send_signal(sig)
 

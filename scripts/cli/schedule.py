@@ -43,7 +43,7 @@ from model.rundir import RunDir
 from model.stackfiles import load_profile as stack_profile
 from scripts.cli import options
 from scripts.lib import launcher
-from scripts.lib.launcher import STOP_GRACE_S, Refused, launch_environment
+from scripts.lib.launcher import Refused, launch_environment
 
 UNITS_SCRIPT = ROOT / "scripts" / "host" / "schedule_units.sh"
 LAUNCH_SCRIPT = ROOT / "scripts" / "scheduled_launch.sh"
@@ -117,9 +117,7 @@ def render(stack: str, p: Profile, at: datetime, user: str, env: dict[str, str])
                 *(f"Environment={k}={v}" for k, v in sorted(env.items())),
                 f"ExecStart=/bin/bash {LAUNCH_SCRIPT}",
                 "Restart=no",
-                "KillMode=mixed",
-                "KillSignal=SIGINT",
-                f"TimeoutStopSec={STOP_GRACE_S}",
+                *launcher.UNIT_PROPS,
             ]
         )
         + "\n"

@@ -52,7 +52,8 @@ install() {
 
 remove() {
   launch_running && refuse "$UNIT.service is running on $(uname -n) (a launch in progress); it is left alone: stop it
-with \`systemctl stop $UNIT.service\` (pulumi gets SIGINT and finishes what is in flight), then remove"
+with \`make stop\` (the steps in flight finish first) or \`systemctl stop $UNIT.service\` (within a minute: the steps
+in flight are given up, and the next launch resumes them), then remove"
   systemctl disable --now --quiet "$UNIT.timer" 2>/dev/null || true
   removed=""
   for f in "$UNITS/$UNIT.service" "$UNITS/$UNIT.timer"; do

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import signal
 import socket
@@ -27,9 +28,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
+from model import steps
 from model.profile import Profile
 from model.project import ROOT
-from model.records import Launch
+from model.records import ExportResult, KickoffResult, Launch
 from model.rundir import CopyDir, ProfileDir, RunDir
 from scripts.lib import copies, privilege, transient
 from scripts.lib.step import held, iso
@@ -52,9 +54,12 @@ CARRIED = (
     "PULUMI_CONFIG_PASSPHRASE_FILE",
     "DOCKER_HOST",
 )
-STOP_GRACE_S = 720  # pulumi gets SIGINT and up to 12 minutes to finish what is in flight
-# how a launcher's service ends: SIGINT to the launcher alone (which passes it on), then the grace
-UNIT_PROPS = ("KillMode=mixed", "KillSignal=SIGINT", f"TimeoutStopSec={STOP_GRACE_S}")
+STOP_NOW_S = 60  # a stop of the launcher's service (a host's shutdown, `systemctl stop`) waits at most this for it
+# How a launcher's service ends when stopped: SIGTERM to the launcher alone, which makes its updates give up what is in
+# flight (scripts/cli/launch.py: SIGTERM, then again), so it ends within seconds and a host's shutdown does not wait
+# on the export's or the nudges' wait for the deadline; what is left after STOP_NOW_S is killed. The next launch
+# resumes every step that did not finish. `make stop` sends SIGINT instead: the steps in flight finish first.
+UNIT_PROPS = ("KillMode=mixed", "KillSignal=SIGTERM", f"TimeoutStopSec={STOP_NOW_S}")
 
 
 class Refused(Exception):
@@ -210,7 +215,7 @@ def unit_name(stack: str) -> str:
 
 def systemd_command(stack: str, p: Profile, env: dict[str, str], log: Path, argv: list[str]) -> list[str]:
     """The transient service that runs a detached launcher: after Docker and the guard, in the profile's slice, never
-    restarted; stopped with SIGINT to the launcher alone (which passes it on), then the scheduled launch's grace."""
+    restarted; stopped as UNIT_PROPS say."""
     unit = unit_name(stack)
     props = [
         *UNIT_PROPS,
@@ -340,11 +345,24 @@ def stop(stack: str, p: Profile) -> int:
             return 1
         os.kill(record.pid, signal.SIGINT)
     print(
-        f"stop: asked the launch of {stack} to stop ({describe(record)}); the steps in flight finish first. Run "
-        "`make stop` again to make pulumi give them up; the next `make up` resumes every step that did not finish",
+        f"stop: asked the launch of {stack} to stop ({describe(record)}); the steps in flight finish first"
+        f"{waiting(rd, p.tasks)}. Run `make stop` again to make pulumi give them up now; the next `make up` resumes "
+        "every step that did not finish",
         flush=True,
     )
     return 0
+
+
+def waiting(rd: RunDir, tasks: list[str]) -> str:
+    """What of a stopped launch waits for a deadline: each task in its window, whose export (and nudges) run until
+    its deadline, so a first `make stop` ends the launch only then."""
+    now = time.time()
+    windows = []
+    for task in tasks:
+        kickoff = steps.result_of(rd, steps.KICKOFF, task, KickoffResult)
+        if kickoff and kickoff.deadline_epoch > now and not steps.result_of(rd, steps.EXPORT, task, ExportResult):
+            windows.append(f"{task} at {kickoff.deadline} (in {math.ceil((kickoff.deadline_epoch - now) / 60)} min)")
+    return f": the export waits for the deadline of {', '.join(windows)}" if windows else ""
 
 
 def logs(stack: str, p: Profile) -> int:
