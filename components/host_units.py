@@ -7,34 +7,56 @@ values on the command line would show in the host's process list.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pwd
 import shlex
+import socket
 
 import pulumi
 from pulumi_command import local, remote
 
 from model.profile import Profile
-from model.project import SCRIPTS
+from model.project import ROOT, SCRIPTS
 from model.root_powers import as_root
+from model.rundir import ProfileDir
 
 # systemctl and /etc/systemd/system: root, or the user's passwordless sudo (model/root_powers.py)
 INSTALL = as_root("sh -s install", "installing the host units (systemctl, /etc/systemd/system)")
 REMOVE = as_root("sh -s remove", "removing the host units (systemctl, /etc/systemd/system)")
-REMOTE_GUARD_EXEC = "/usr/local/libexec/agensh/pbench_reboot_guard.sh"
+# root's copy of the guard script, outside any user's checkout, shared by path by every profile of the host
+GUARD_EXEC = "/usr/local/libexec/agensh/pbench_reboot_guard.sh"
 HEREDOC_END = "AGENSH_GUARD_SCRIPT_END"
 
 
-def install_script(profile: Profile) -> str:
-    """Shell assignments of the settings, then the host units script: what `sh -s` reads on stdin."""
-    guard = (SCRIPTS / "pbench_reboot_guard.sh").read_text()
-    settings = {
-        "SLICE_MEMORY_PERCENT": str(profile.slice_memory_percent),
-        "OWNER": profile.profile,
-        "GUARD_EXEC": REMOTE_GUARD_EXEC if profile.host_units == "remote" else str(SCRIPTS / "pbench_reboot_guard.sh"),
+def owner(profile: Profile) -> dict[str, str]:
+    """Who installs, as the receipt records it: its name, `<profile>.<uid>-<hash of the checkout and the profile's
+    data>`, so that two users' (or two checkouts') profiles of one name keep a receipt each; and, to tell a stale
+    receipt, the user, the checkout (whose stack file goes with the profile's state), the data and the host."""
+    uid, data = os.geteuid(), ProfileDir.of(profile).path
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:  # a uid without a name (a container's)
+        user = f"uid {uid}"
+    tag = hashlib.sha256(f"{ROOT}\0{data}".encode()).hexdigest()[:12]
+    return {
+        "OWNER": f"{profile.profile}.{uid}-{tag}",
+        "PROFILE": profile.profile,
+        "OWNER_USER": user,
+        "CHECKOUT": str(ROOT),
+        "DATA_DIR": str(data),
+        "FROM_HOST": socket.gethostname(),
     }
+
+
+def install_script(profile: Profile) -> str:
+    """Shell assignments of the settings, then the host units script: what `sh -s` reads on stdin. The guard script
+    travels with the units, to be installed root's outside any checkout."""
+    guard = (SCRIPTS / "pbench_reboot_guard.sh").read_text()
+    settings = {"SLICE_MEMORY_PERCENT": str(profile.slice_memory_percent), "GUARD_EXEC": GUARD_EXEC, **owner(profile)}
     lines = [f"{k}={shlex.quote(v)}" for k, v in settings.items()]
-    if profile.host_units == "remote":  # the guard script travels with the units
-        assert HEREDOC_END not in guard
-        lines.append(f"GUARD_SCRIPT=$(cat <<'{HEREDOC_END}'\n{guard.rstrip()}\n{HEREDOC_END}\n)")
+    assert HEREDOC_END not in guard
+    lines.append(f"GUARD_SCRIPT=$(cat <<'{HEREDOC_END}'\n{guard.rstrip()}\n{HEREDOC_END}\n)")
     return "\n".join(lines) + "\n" + (SCRIPTS / "host" / "host_units.sh").read_text()
 
 

@@ -29,6 +29,7 @@ COMMANDS = {
     "status": Entry("status", "What a run is doing now, for a stack."),
     "gate": Entry("gate", "Candidate runs scored per task against a reference."),
     "schedule": Entry("schedule", "A delayed launch as a systemd service and timer."),
+    "host-units": Entry("receipts", "The host units' receipts here; stale ones removed."),
     "plan": Entry("plan", "The hosts a swarm profile needs and what runs where."),
     "report": Entry("report", "One self-contained HTML page of one or more runs."),
     "settings": Entry("settings_table", "The profile settings as a Markdown table."),

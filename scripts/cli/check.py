@@ -315,7 +315,7 @@ def check_units(p: Profile) -> str:
             f"host_units={p.host_units} needs systemd, which {where} does not run: "
             f"`.venv/bin/python -m scripts.cli new-stack {p.profile} --set host_units=off`"
         )
-    out = on_host(p, ["sh", "-s", "status"], f"OWNER={p.profile}\n" + HOST_UNITS.read_text())
+    out = on_host(p, ["sh", "-s", "status"], HOST_UNITS.read_text())
     if out.returncode:
         raise AssertionError(f"host_units.sh status on {where} failed: {out.stderr.strip()[:300]}")
     found = json.loads(out.stdout)

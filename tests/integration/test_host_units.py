@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from components.host_units import install_script
+from components.host_units import GUARD_EXEC, install_script
 from model.profile import parse_profile
 from model.project import ROOT
 from tests.conftest import require
@@ -20,8 +22,13 @@ from tests.integration.conftest import docker
 
 GUARD = "/etc/systemd/system/pbench-reboot-guard.service"
 SLICE = "/etc/systemd/system/pbench.slice"
-STATE = "/var/lib/agensh/host-units.hostunits-test.json"
 INSTALLED = "/var/lib/agensh/host-units.installed"
+
+
+def receipts_of(host: dict, profile: str) -> list[str]:
+    """The paths of a profile's receipts on the host, one per owner (`host-units.<profile>.<uid>-<hash>.json`)."""
+    listed = host_exec(host, "sh", "-c", f"ls /var/lib/agensh/host-units.{profile}.*.json 2>/dev/null || true")
+    return listed.split()
 
 
 @pytest.fixture
@@ -40,10 +47,13 @@ def project(tmp_path: Path, systemd_host, pulumi_engine: str):
     env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     made: list[str] = []
 
-    def new_stack(profile: str = "hostunits-test"):
+    def new_stack(profile: str = "hostunits-test", stack: str | None = None, data_root: str | None = None):
+        """A stack named `stack` (else as its profile)."""
+        stack = stack or profile
+
         def pulumi(*args: str, stdin: str | None = None, check: bool = True):
             out = subprocess.run(
-                ["pulumi", *args, "--non-interactive", "-s", profile],
+                ["pulumi", *args, "--non-interactive", "-s", stack],
                 cwd=proj,
                 env=env,
                 input=stdin,
@@ -56,23 +66,25 @@ def project(tmp_path: Path, systemd_host, pulumi_engine: str):
             return out.stdout
 
         subprocess.run(
-            ["pulumi", "stack", "init", profile, "--non-interactive"],
+            ["pulumi", "stack", "init", stack, "--non-interactive"],
             cwd=proj,
             env=env,
             check=True,
             capture_output=True,
         )
-        made.append(profile)
+        made.append(stack)
         pulumi("config", "set", "profile", profile)
+        if data_root:
+            pulumi("config", "set", "data_root", data_root)
         pulumi("config", "set", "host", systemd_host["ip"])
         pulumi("config", "set", "host_key", systemd_host["host_key"])
         pulumi("config", "set", "--secret", "key", stdin=systemd_host["key"])
         return pulumi
 
     yield new_stack, systemd_host
-    for profile in made:
+    for stack in made:
         subprocess.run(
-            ["pulumi", "destroy", "--yes", "-s", profile, "--non-interactive"], cwd=proj, env=env, capture_output=True
+            ["pulumi", "destroy", "--yes", "-s", stack, "--non-interactive"], cwd=proj, env=env, capture_output=True
         )
 
 
@@ -94,9 +106,16 @@ def test_install_reinstall_dry_run_remove(stack):
     assert receipt["slice_memory_max"] not in ("infinity", "unknown", "")
     assert host_exec(host, "systemctl", "is-enabled", "pbench-reboot-guard.service") == "enabled"
     assert "MemoryMax=80%" in host_exec(host, "cat", SLICE)
+    # the guard's script is root's, outside any checkout, and every profile's guard runs it by that path
+    assert receipt["guard_exec"] == GUARD_EXEC and host_exec(host, "stat", "-c", "%U %a", GUARD_EXEC) == "root 755"
     # the settings reached the script on stdin: the host's sshd accepts no such environment (no AcceptEnv for them)
     assert "SLICE_MEMORY_PERCENT" not in host_exec(host, "sh", "-c", "sshd -T | grep -i acceptenv")
-    assert json.loads(host_exec(host, "cat", STATE)) == receipt  # what this owner installed, kept for removal
+    [state] = receipts_of(host, "hostunits-test")  # what this owner installed, kept for removal, and who it is
+    kept = json.loads(host_exec(host, "cat", state))
+    assert {k: kept[k] for k in receipt} == receipt and (kept["profile"], kept["checkout"]) == (
+        "hostunits-test",
+        str(ROOT),
+    )
 
     again = pulumi("up", "--yes", "--expect-no-changes")
     assert "unchanged" in again
@@ -133,7 +152,7 @@ def test_install_reinstall_dry_run_remove(stack):
         docker("rm", "-f", *made, check=False)
 
     pulumi("destroy", "--yes", "--skip-preview")
-    for unit in (GUARD, SLICE, STATE):
+    for unit in (GUARD, SLICE, state):
         assert host_exec(host, "sh", "-c", f"test -e {unit} && echo present || echo absent") == "absent"
 
 
@@ -211,27 +230,29 @@ def test_two_profiles_share_the_units_by_reference(project):
     second("up", "--yes", "--skip-preview")
     receipt = json.loads(json.loads(second("stack", "output", "--json", "--show-secrets"))["receipt"])
     assert receipt["slice"] == "present" and receipt["guard"] == "reused"
-    seconds = host_exec(host, "cat", "/var/lib/agensh/host-units.hostunits-b.json")
+    [seconds_path] = receipts_of(host, "hostunits-b")
+    seconds = host_exec(host, "cat", seconds_path)
     assert not present(host, INSTALLED)  # until the installer leaves, its receipt alone says so (as earlier versions)
 
     theirs = container_in_slice(host, "hostunits-b")
     try:
         assert host_exec(host, "systemctl", "show", "-p", "TasksCurrent", "--value", "pbench.slice") == "1"
         gone = first("destroy", "--yes", "--skip-preview")
-        assert "left pbench.slice and pbench-reboot-guard.service: still used by profiles hostunits-b" in gone, gone
+        assert "left pbench.slice and pbench-reboot-guard.service: still used by profiles hostunits-b." in gone, gone
         assert docker("inspect", "-f", "{{.State.Running}}", theirs) == "true"
         assert host_exec(host, "systemctl", "is-active", "pbench.slice") == "active"  # never stopped
         assert host_exec(host, "systemctl", "is-enabled", "pbench-reboot-guard.service") == "enabled"
         assert present(host, SLICE) and present(host, GUARD)
-        assert host_exec(host, "cat", "/var/lib/agensh/host-units.hostunits-b.json") == seconds
+        assert host_exec(host, "cat", seconds_path) == seconds
     finally:
         docker("rm", "-f", theirs, check=False)
 
     # the second's containers go before its host units (they depend on them): the last profile to leave removes them
     gone = second("destroy", "--yes", "--skip-preview")
     assert "removed pbench.slice and pbench-reboot-guard.service" in gone, gone
-    for path in (SLICE, GUARD, INSTALLED, "/var/lib/agensh/host-units.hostunits-a.json"):
+    for path in (SLICE, GUARD, INSTALLED):
         assert not present(host, path), path
+    assert receipts_of(host, "hostunits-a") == []
 
     # the last to leave, with a neighbour's container still in the slice: nothing is stopped or removed
     profile = parse_profile(
@@ -263,3 +284,110 @@ def test_two_profiles_share_the_units_by_reference(project):
         docker("rm", "-f", neighbour, check=False)
     assert host_exec(host, "sh", "-s", "remove", stdin=units) == "removed pbench.slice and pbench-reboot-guard.service"
     assert not present(host, SLICE) and not present(host, GUARD) and not present(host, INSTALLED)
+
+
+def test_one_profile_name_of_two_owners_keeps_two_receipts(project):
+    """Two owners' profiles of one name (two data roots, as two users' homes give): a receipt each. Destroying the
+    installer's leaves the other's container running in the slice, its memory limit intact."""
+    require(
+        docker("info", "-f", "{{.CgroupDriver}}") == "cgroupfs",
+        "Docker's cgroupfs driver (the test places a container in the systemd host's slice by its cgroup path)",
+    )
+    new_stack, host = project
+    first = new_stack("hostunits-same", stack="same-one", data_root="/srv/one/agensh")
+    second = new_stack("hostunits-same", stack="same-two", data_root="/srv/two/agensh")
+    first("up", "--yes", "--skip-preview")
+    second("up", "--yes", "--skip-preview")
+    owners = receipts_of(host, "hostunits-same")
+    assert len(owners) == 2, owners
+    limit = host_exec(host, "systemctl", "show", "-p", "MemoryMax", "--value", "pbench.slice")
+    theirs = container_in_slice(host, "hostunits-same")
+    try:
+        gone = first("destroy", "--yes", "--skip-preview")
+        assert "left pbench.slice and pbench-reboot-guard.service: still used by profiles hostunits-same." in gone
+        assert len(receipts_of(host, "hostunits-same")) == 1
+        assert docker("inspect", "-f", "{{.State.Running}}", theirs) == "true"
+        assert host_exec(host, "systemctl", "show", "-p", "MemoryMax", "--value", "pbench.slice") == limit
+    finally:
+        docker("rm", "-f", theirs, check=False)
+    second("destroy", "--yes", "--skip-preview")
+    assert receipts_of(host, "hostunits-same") == [] and not present(host, SLICE)
+
+
+def test_stale_receipts_listed_and_pruned(systemd_host, tmp_path: Path):
+    """`host-units` on the host: a receipt whose checkout lost its stack file and whose profile has no container is
+    stale and `--prune` removes it as a destroy would; one whose stack file is there, or whose profile still has a
+    container (stopped too), is live and kept; so are the units while a receipt remains. A container whose cgroup
+    parent is the slice keeps the units, the slice inactive or not."""
+    host = systemd_host
+    hostname = host_exec(host, "hostname")
+    checkout = Path(host["shared"]) / "checkout"
+    (checkout / "stacks").mkdir(parents=True)
+    (checkout / "stacks" / "Pulumi.kept.yaml").write_text("config: {}\n")
+
+    def install(profile: str) -> None:
+        p = parse_profile(
+            {
+                "profile": profile,
+                "run_id": "20261129t000000z",
+                "tasks": ["testorg__calculator.abc1234"],
+                "llm_upstream": "http://model.invalid",
+                "agensh_checkout": "/nonexistent",
+            }
+        )
+        script = install_script(p)  # as installed from the host itself, from a checkout of the test's
+        script = script.replace(f"CHECKOUT={ROOT}", f"CHECKOUT={checkout}", 1)
+        script = re.sub(r"(?m)^FROM_HOST=.*$", f"FROM_HOST={hostname}", script, count=1)
+        host_exec(host, "sh", "-s", "install", stdin=script)
+
+    for profile in ("gone", "kept", "busy"):
+        install(profile)
+    busy = docker(
+        "create",
+        "--label",
+        f"agensh.test={host['run']}",
+        "--label",
+        "agensh.profile=busy",
+        "--network",
+        "none",
+        "agensh-systemd-host:bookworm",
+        "true",
+    )
+    cli = ["env", "-C", str(ROOT), sys.executable, "-m", "scripts.cli", "host-units"]
+    try:
+        listed = host_exec(host, *cli).splitlines()
+        verdicts = {line.split()[1].split(".")[0]: line.split()[0] for line in listed}
+        assert verdicts == {"gone": "stale", "kept": "live", "busy": "live"}, listed
+        pruned = host_exec(host, *cli, "--prune")
+        assert (
+            "host-units: gone." in pruned and "left pbench.slice and pbench-reboot-guard.service: still used" in pruned
+        )
+        assert receipts_of(host, "gone") == [] and len(receipts_of(host, "kept")) == 1
+        assert len(receipts_of(host, "busy")) == 1 and present(host, SLICE)
+    finally:
+        docker("rm", "-f", busy, check=False)
+    (checkout / "stacks" / "Pulumi.kept.yaml").unlink()  # its state gone too (`pulumi stack rm`)
+    # the last receipt's removal with a stopped container still parented to the slice, the slice stopped (a reboot)
+    parented = docker(
+        "create",
+        "--label",
+        f"agensh.test={host['run']}",
+        "--network",
+        "none",
+        "--cgroup-parent",
+        host_exec(host, "systemctl", "show", "-p", "ControlGroup", "--value", "pbench.slice"),
+        "agensh-systemd-host:bookworm",
+        "true",
+    )
+    try:
+        host_exec(host, "systemctl", "stop", "pbench.slice")
+        pruned = host_exec(host, *cli, "--prune")
+        assert "host-units: kept." in pruned and "host-units: busy." in pruned, pruned
+        assert "1 container(s) have pbench.slice as their cgroup parent" in pruned, pruned
+        assert present(host, SLICE) and present(host, GUARD)
+    finally:
+        docker("rm", "-f", parented, check=False)
+    operator = "OWNER=_operator\n" + (ROOT / "scripts" / "host" / "host_units.sh").read_text()
+    assert (
+        host_exec(host, "sh", "-s", "remove", stdin=operator) == "removed pbench.slice and pbench-reboot-guard.service"
+    )

@@ -24,6 +24,7 @@ COMMANDS = [
     "status",
     "gate",
     "schedule",
+    "host-units",
     "plan",
     "report",
     "settings",

@@ -17,6 +17,7 @@ profile = parse_profile(
         "ssh_host": cfg.require("host"),
         "ssh_user": "root",
         "ssh_host_key": cfg.require("host_key"),
+        **({"data_root": cfg.require("data_root")} if cfg.get("data_root") else {}),
     }
 )
 units = HostUnits("host", profile, ssh_private_key=cfg.require_secret("key"))
