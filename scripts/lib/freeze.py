@@ -43,6 +43,8 @@ CARRIED = ("PATH", "HOME", "LANG", "DOCKER_HOST")  # what the keeper's service i
 RETRY_S = 30  # the keeper tries again this often while Gitea does not answer at the deadline
 GIVE_UP_S = 3600  # then leaves the freeze to the export, which records how late it froze
 WATCH_S = 2  # how often the keeper looks for the launch's shutdown after the deadline
+QUIET_S = 10  # no launch at work for this long (past the deadline and the grace) before the keeper stops the team:
+# between two steps (the nudges' end, the shutdown's start) the engine holds no step's lock for a moment
 
 
 def lock_main(gitea: str, repo: str, auth: tuple[str, str], attempts: int, timeout: float) -> None:
@@ -199,22 +201,30 @@ def disarm(a: ExportInputs) -> str:
 def stop_abandoned(a: ExportInputs, deadline: float) -> str:
     """At the deadline plus the grace, stop the task's workers unless the launch is stopping them: `main` is locked,
     so what they do cannot reach the submission, and they would spend the model's budget for nothing. The launch is
-    stopping them while it runs (its launcher, export or shutdown alive) and has when its shutdown completed; a launch
+    stopping them while it runs (its launcher, or a step before the shutdown or the shutdown itself, alive, seen over
+    QUIET_S) and has when its shutdown completed; a launch
     that died, whose export failed, or that was stopped after its export (one `make stop` in the window ends it
     before its shutdown) leaves them to the keeper. Each gets the grace to seal its archive, as the shutdown gives it;
     the shutdown, when the launch resumes, finds them stopped. On a swarm the workers are services on other nodes:
     left to the shutdown."""
     rd = RunDir(Path(a.run_dir))
 
-    def launch_alive() -> bool:
-        return held(rd.launcher) or any(held(rd.lock(s.name, a.task_id)) for s in (steps.EXPORT, steps.SHUTDOWN))
+    at_work = (steps.EXPORT, steps.REMINDERS, steps.NUDGES, steps.SHUTDOWN)
 
+    def launch_alive() -> bool:
+        return held(rd.launcher) or any(held(rd.lock(s.name, a.task_id)) for s in at_work)
+
+    idle_since = None
     while True:
         if not rd.path.is_dir():
             return "the run is gone"
         if steps.result_of(rd, steps.SHUTDOWN, a.task_id, ShutdownResult) is not None:
             return "the launch's shutdown stopped the team"
-        if time.time() >= deadline + a.grace_s and not launch_alive():
+        if time.time() < deadline + a.grace_s or launch_alive():
+            idle_since = None
+        elif idle_since is None:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= QUIET_S:
             break
         time.sleep(WATCH_S)
     filters = [

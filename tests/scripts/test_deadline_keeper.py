@@ -29,7 +29,7 @@ from model.rundir import RunDir
 from model.step_inputs import ExportInputs
 from scripts import export
 from scripts.lib import launcher, transient
-from scripts.lib.freeze import SECRET_ENV, WATCH_S, arm, claim, keeper_alive, stop_abandoned, unit_name
+from scripts.lib.freeze import QUIET_S, SECRET_ENV, WATCH_S, arm, claim, keeper_alive, stop_abandoned, unit_name
 from scripts.lib.gitops import git, with_user
 from scripts.lib.http import HTTPFailure, request
 from scripts.lib.step import StepFailed, now, run_step, write_atomic
@@ -359,7 +359,7 @@ def test_launcher_killed_mid_window_exports_the_deadline_head(gitea: str, tmp_pa
         with tarfile.open(receipt["submission"]) as tar:
             assert tar.pax_headers["comment"] == deadline_head
             assert sorted(tar.getnames()) == ["compile.sh", "solution.sh"]  # not late.txt
-        end = time.monotonic() + 10
+        end = time.monotonic() + QUIET_S + 10
         while keeper_alive(rd, TASK):  # its work done, the keeper is gone
             assert time.monotonic() < end
             time.sleep(0.2)
