@@ -9,6 +9,9 @@ export CI="${CI:-true}"
 # each test attaches the policy pack itself where it checks it (scripts/env.sh attaches it to every command)
 unset PULUMI_OPTION_POLICY_PACK
 bash scripts/setup/lint.sh || exit 1
+# the lab host's Docker Engine 29 (tests/integration/test_docker29.py), cached by version: minutes once per machine,
+# built here rather than beside the tests it would slow
+bash scripts/setup/docker29.sh >/dev/null || exit 1
 # The tests run side by side in TEST_JOBS processes (pytest-xdist): most of a whole-pipeline test's time is waiting
 # (for a task's budget, a deadline, a node), so more processes than cores keep the cores busy; three keep the 2-core
 # reference machine busy (docs/performance.md: with four, a swarm stack's `up` once failed under the load). A module's

@@ -133,3 +133,103 @@ def swarm(docker_engine: None) -> Iterator[swarm_lab.Lab]:
         yield lab
     finally:
         assert swarm_lab.down(lab) == [], "the swarm lab left something behind"
+
+
+CAPABILITIES = (  # capability(7)'s numbering, as /proc/<pid>/status gives the sets
+    "CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE NET_BIND_SERVICE "
+    "NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN "
+    "SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE "
+    "MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF CHECKPOINT_RESTORE"
+).split()
+
+
+def missing_capabilities() -> list[str]:
+    """The capabilities this machine's bounding set lacks, of those Docker's `ALL` names (up to AUDIT_READ in 20.10)."""
+    status = Path("/proc/self/status").read_text()
+    bounding = int(status.split("CapBnd:")[1].split()[0], 16)
+    known = CAPABILITIES[: CAPABILITIES.index("AUDIT_READ") + 1]
+    return [name for bit, name in enumerate(known) if not bounding >> bit & 1]
+
+
+@pytest.fixture
+def docker29_host(tmp_path: Path, docker_engine: None):
+    """A container booting systemd whose docker.service is Docker Engine 29, built from its Go modules and cached by
+    version (scripts/setup/docker29.sh; `make test` builds it before the tests). Privileged: a daemon in it makes
+    namespaces, mounts and cgroups (every capability this machine has: `--privileged` asks for all, which a machine
+    lacking one refuses). Its data root is a volume of its own (overlayfs cannot sit on the container's
+    overlay root); its socket is also in a folder of the test's (`socket`), for this host's client. Without iptables
+    in the test host's image the daemon runs with `--iptables=false`. Yields its name, address and that socket."""
+    built = subprocess.run(["bash", str(ROOT / "scripts" / "setup" / "docker29.sh")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    engine = built.stdout.strip()
+    image = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True
+    )
+    assert image.returncode == 0, image.stdout + image.stderr
+    run = uuid.uuid4().hex[:8]
+    net, name, sockets = f"agensh-test-{run}", f"agensh-test-docker29-{run}", tmp_path / "docker29"
+    sockets.mkdir()
+    octet = free_octet()
+    docker("network", "create", "--internal", "--subnet", f"10.{octet}.0.0/28", "--label", f"agensh.test={run}", net)
+    try:
+        docker(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--label",
+            f"agensh.test={run}",
+            "--network",
+            net,
+            "--ip",
+            f"10.{octet}.0.5",
+            # what --privileged gives, but for the capabilities this machine lacks (CAP_SYS_RESOURCE here): the
+            # daemon in it makes namespaces, mounts, cgroups and devices
+            "--cap-add=ALL",
+            *(f"--cap-drop={c}" for c in missing_capabilities()),
+            "--security-opt",
+            "seccomp=unconfined",
+            "--security-opt",
+            "apparmor=unconfined",
+            "--security-opt",
+            "systempaths=unconfined",
+            "--device-cgroup-rule",
+            "a *:* rwm",
+            "--cgroupns=host",
+            "-v",
+            "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+            "--tmpfs",
+            "/run",
+            "--tmpfs",
+            "/run/lock",
+            "-v",
+            "/var/lib/docker",
+            "-v",
+            f"{engine}:/opt/docker29/bin:ro",
+            "-v",
+            f"{sockets}:/run/docker29",
+            "agensh-systemd-host:bookworm",
+            "/sbin/init",
+        )
+        unit = (
+            "[Unit]\nDescription=Docker Engine 29 (agensh test host)\nAfter=network.target\n\n[Service]\nType=notify\n"
+            "Environment=PATH=/opt/docker29/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+            "ExecStart=/opt/docker29/bin/dockerd --iptables=false --ip6tables=false "
+            "-H unix:///run/docker.sock -H unix:///run/docker29/docker.sock\n"
+            "[Install]\nWantedBy=multi-user.target\n"
+        )
+        for _ in range(60):
+            if docker("exec", name, "systemctl", "is-system-running", check=False) in ("running", "degraded"):
+                break
+            time.sleep(1)
+        docker("exec", "-i", name, "sh", "-c", "cat > /etc/systemd/system/docker.service", stdin=unit)
+        docker("exec", name, "ln", "-s", "/opt/docker29/bin/docker", "/usr/local/bin/docker")  # its client, on PATH
+        docker("exec", name, "systemctl", "daemon-reload")
+        started = docker("exec", name, "systemctl", "start", "docker", check=False)
+        state = docker("exec", name, "systemctl", "is-active", "docker", check=False)
+        journal = docker("exec", name, "journalctl", "--no-pager", "-u", "docker", "-n", "40", check=False)
+        assert state == "active", started + journal
+        yield {"name": name, "ip": f"10.{octet}.0.5", "socket": str(sockets / "docker.sock"), "run": run}
+    finally:
+        docker("rm", "-f", "-v", name, check=False)
+        docker("network", "rm", net, check=False)
