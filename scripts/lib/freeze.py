@@ -169,7 +169,7 @@ def arm(a: ExportInputs, password: str) -> str:
             what = "the deadline keeper's own systemd service"
             started = privilege.run(command, what, capture_output=True, text=True)
             if started.returncode == 0:
-                return f"armed in its own systemd service {unit}.service (log: the task's {log.name})"
+                return f"armed (service {unit}, log: {log.name})"
             unsafe = f"systemd-run failed ({started.stderr.strip()})"
         except privilege.NotRoot as err:
             unsafe = str(err)
@@ -184,7 +184,7 @@ def arm(a: ExportInputs, password: str) -> str:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return f"armed (pid {proc.pid}, a session of its own, log: the task's {log.name}){unsafe}"
+    return f"armed (pid {proc.pid}, own session, log: {log.name}){unsafe}"
 
 
 def disarm(a: ExportInputs) -> str:
