@@ -9,6 +9,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,24 +37,17 @@ def venv_mounts() -> list[str]:
     return [arg for target, source in pairs.items() for arg in ("-v", f"{source}:{target}:ro")]
 
 
-@pytest.fixture
-def systemd_host(tmp_path: Path, docker_engine: None):
-    """A container booting systemd and sshd on an internal network, with this host's Docker socket and client and
-    the project's venv (read-only, at its own path).
-    The checkout is there read-only at its own path, and a folder of the test's (`shared`) read-write at its own.
-    Yields its name, address, its SSH host key, the SSH private key (text and file) accepted for root, a run id and
-    that folder."""
+@contextmanager
+def booted(kind: str, *args: str, ready: tuple[str, ...] = ()) -> Iterator[tuple[str, str, str]]:
+    """A container of the systemd test host's image (scripts/setup/base_image.sh systemd) booting systemd, with
+    `args` for `docker run`, on an internal network of its own, removed with its volumes and network at the end;
+    yields its name, address and run id once systemd runs (and the `ready` units are active)."""
     built = subprocess.run(
         ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True
     )
     assert built.returncode == 0, built.stdout + built.stderr
     run = uuid.uuid4().hex[:8]
-    key = tmp_path / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    net, name = f"agensh-test-{run}", f"agensh-test-systemd-{run}"
-    octet = free_octet()
-    shared = tmp_path / "shared"
-    shared.mkdir()
+    net, name, octet = f"agensh-test-{run}", f"agensh-test-{kind}-{run}", free_octet()
     docker("network", "create", "--internal", "--subnet", f"10.{octet}.0.0/28", "--label", f"agensh.test={run}", net)
     try:
         docker(
@@ -67,10 +61,6 @@ def systemd_host(tmp_path: Path, docker_engine: None):
             net,
             "--ip",
             f"10.{octet}.0.5",
-            "--cap-add",
-            "SYS_ADMIN",
-            "--security-opt",
-            "seccomp=unconfined",
             "--cgroupns=host",
             "-v",
             "/sys/fs/cgroup:/sys/fs/cgroup:rw",
@@ -78,43 +68,63 @@ def systemd_host(tmp_path: Path, docker_engine: None):
             "/run",
             "--tmpfs",
             "/run/lock",
-            "-v",
-            "/var/run/docker.sock:/var/run/docker.sock",
-            "-v",
-            f"{shutil.which('docker')}:/usr/local/bin/docker:ro",
-            "-v",
-            f"{key}.pub:/root/.ssh/authorized_keys:ro",
-            "-v",
-            f"{ROOT}:{ROOT}:ro",
-            "-v",
-            f"{shared}:{shared}",
-            *venv_mounts(),
+            *args,
             "agensh-systemd-host:bookworm",
             "/sbin/init",
         )
         for _ in range(60):
             state = docker("exec", name, "systemctl", "is-system-running", check=False)
-            if (
-                state in ("running", "degraded")
-                and docker("exec", name, "systemctl", "is-active", "ssh", check=False) == "active"
+            if state in ("running", "degraded") and all(
+                docker("exec", name, "systemctl", "is-active", unit, check=False) == "active" for unit in ready
             ):
                 break
             time.sleep(1)
         else:
             raise AssertionError(f"systemd did not come up: {state}")
+        yield name, f"10.{octet}.0.5", run
+    finally:
+        docker("rm", "-f", "-v", name, check=False)
+        docker("network", "rm", net, check=False)
+
+
+@pytest.fixture
+def systemd_host(tmp_path: Path, docker_engine: None):
+    """A container booting systemd and sshd on an internal network, with this host's Docker socket and client and
+    the project's venv (read-only, at its own path).
+    The checkout is there read-only at its own path, and a folder of the test's (`shared`) read-write at its own.
+    Yields its name, address, its SSH host key, the SSH private key (text and file) accepted for root, a run id and
+    that folder."""
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    mounts = {
+        "/var/run/docker.sock": "/var/run/docker.sock",
+        f"{shutil.which('docker')}": "/usr/local/bin/docker:ro",
+        f"{key}.pub": "/root/.ssh/authorized_keys:ro",
+        f"{ROOT}": f"{ROOT}:ro",
+        f"{shared}": f"{shared}",
+    }
+    with booted(
+        "systemd",
+        "--cap-add",
+        "SYS_ADMIN",
+        "--security-opt",
+        "seccomp=unconfined",
+        *(arg for source, target in mounts.items() for arg in ("-v", f"{source}:{target}")),
+        *venv_mounts(),
+        ready=("ssh",),
+    ) as (name, ip, run):
         host_key = docker("exec", name, "cat", "/etc/ssh/ssh_host_ed25519_key.pub").rsplit(" ", 1)[0]
         yield {
             "name": name,
-            "ip": f"10.{octet}.0.5",
+            "ip": ip,
             "key": key.read_text(),
             "key_path": str(key),
             "run": run,
             "host_key": host_key,
             "shared": str(shared),
         }
-    finally:
-        docker("rm", "-f", name, check=False)
-        docker("network", "rm", net, check=False)
 
 
 def require_lab_tools() -> None:
@@ -162,55 +172,29 @@ def docker29_host(tmp_path: Path, docker_engine: None):
     built = subprocess.run(["bash", str(ROOT / "scripts" / "setup" / "docker29.sh")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr[-3000:]
     engine = built.stdout.strip()
-    image = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "setup" / "base_image.sh"), "systemd"], capture_output=True, text=True
-    )
-    assert image.returncode == 0, image.stdout + image.stderr
-    run = uuid.uuid4().hex[:8]
-    net, name, sockets = f"agensh-test-{run}", f"agensh-test-docker29-{run}", tmp_path / "docker29"
+    sockets = tmp_path / "docker29"
     sockets.mkdir()
-    octet = free_octet()
-    docker("network", "create", "--internal", "--subnet", f"10.{octet}.0.0/28", "--label", f"agensh.test={run}", net)
-    try:
-        docker(
-            "run",
-            "-d",
-            "--name",
-            name,
-            "--label",
-            f"agensh.test={run}",
-            "--network",
-            net,
-            "--ip",
-            f"10.{octet}.0.5",
-            # what --privileged gives, but for the capabilities this machine lacks (CAP_SYS_RESOURCE here): the
-            # daemon in it makes namespaces, mounts, cgroups and devices
-            "--cap-add=ALL",
-            *(f"--cap-drop={c}" for c in missing_capabilities()),
-            "--security-opt",
-            "seccomp=unconfined",
-            "--security-opt",
-            "apparmor=unconfined",
-            "--security-opt",
-            "systempaths=unconfined",
-            "--device-cgroup-rule",
-            "a *:* rwm",
-            "--cgroupns=host",
-            "-v",
-            "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-            "--tmpfs",
-            "/run",
-            "--tmpfs",
-            "/run/lock",
-            "-v",
-            "/var/lib/docker",
-            "-v",
-            f"{engine}:/opt/docker29/bin:ro",
-            "-v",
-            f"{sockets}:/run/docker29",
-            "agensh-systemd-host:bookworm",
-            "/sbin/init",
-        )
+    with booted(
+        "docker29",
+        # what --privileged gives, but for the capabilities this machine lacks (CAP_SYS_RESOURCE here): the
+        # daemon in it makes namespaces, mounts, cgroups and devices
+        "--cap-add=ALL",
+        *(f"--cap-drop={c}" for c in missing_capabilities()),
+        "--security-opt",
+        "seccomp=unconfined",
+        "--security-opt",
+        "apparmor=unconfined",
+        "--security-opt",
+        "systempaths=unconfined",
+        "--device-cgroup-rule",
+        "a *:* rwm",
+        "-v",
+        "/var/lib/docker",
+        "-v",
+        f"{engine}:/opt/docker29/bin:ro",
+        "-v",
+        f"{sockets}:/run/docker29",
+    ) as (name, ip, run):
         unit = (
             "[Unit]\nDescription=Docker Engine 29 (agensh test host)\nAfter=network.target\n\n[Service]\nType=notify\n"
             "Environment=PATH=/opt/docker29/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
@@ -218,10 +202,6 @@ def docker29_host(tmp_path: Path, docker_engine: None):
             "-H unix:///run/docker.sock -H unix:///run/docker29/docker.sock\n"
             "[Install]\nWantedBy=multi-user.target\n"
         )
-        for _ in range(60):
-            if docker("exec", name, "systemctl", "is-system-running", check=False) in ("running", "degraded"):
-                break
-            time.sleep(1)
         docker("exec", "-i", name, "sh", "-c", "cat > /etc/systemd/system/docker.service", stdin=unit)
         docker("exec", name, "ln", "-s", "/opt/docker29/bin/docker", "/usr/local/bin/docker")  # its client, on PATH
         docker("exec", name, "systemctl", "daemon-reload")
@@ -229,7 +209,4 @@ def docker29_host(tmp_path: Path, docker_engine: None):
         state = docker("exec", name, "systemctl", "is-active", "docker", check=False)
         journal = docker("exec", name, "journalctl", "--no-pager", "-u", "docker", "-n", "40", check=False)
         assert state == "active", started + journal
-        yield {"name": name, "ip": f"10.{octet}.0.5", "socket": str(sockets / "docker.sock"), "run": run}
-    finally:
-        docker("rm", "-f", "-v", name, check=False)
-        docker("network", "rm", net, check=False)
+        yield {"name": name, "ip": ip, "socket": str(sockets / "docker.sock"), "run": run}

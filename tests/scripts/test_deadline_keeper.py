@@ -48,6 +48,21 @@ WINDOW_S = 30  # from the launch of the export to the deadline: time to kill the
 PROFILE = f"keeper-{RUN}"
 
 
+def inputs(run: Path, **over: Any) -> ExportInputs:
+    """The export's (and its keeper's) inputs for a run directory of the test's; no Gitea unless `over` names one."""
+    base: dict[str, Any] = {
+        "run_dir": str(run),
+        "task_id": TASK,
+        "gitea_url": "http://127.0.0.1:9",
+        "gitea_user": ADMIN,
+        "repo": "team/calc",
+        "gitea_repositories": str(run / "no-preserved-data"),
+        "profile": PROFILE,
+        "grace_s": 0,
+    }
+    return ExportInputs(**{**base, **over})
+
+
 def frozen(head: str, by: str = "keeper") -> Freeze:
     return Freeze(head=head, by=by, deadline="2026-01-01T00:00:00Z", frozen_at="2026-01-01T00:00:01Z", late_s=1.0)
 
@@ -62,16 +77,7 @@ def test_the_first_freeze_stays(tmp_path: Path):
 
 
 def test_arming_a_frozen_task_starts_nothing(tmp_path: Path):
-    a = ExportInputs(
-        run_dir=str(tmp_path),
-        task_id=TASK,
-        gitea_url="http://127.0.0.1:9",
-        gitea_user=ADMIN,
-        repo="team/calc",
-        gitea_repositories=str(tmp_path / "none"),
-        profile=PROFILE,
-        grace_s=0,
-    )
+    a = inputs(tmp_path)
     RunDir(tmp_path).task(TASK).mkdir(parents=True)
     claim(RunDir(tmp_path).freeze(TASK), frozen("a" * 40))
     assert arm(a, "pw") == "not needed: main is frozen" and not keeper_alive(RunDir(tmp_path), TASK)
@@ -83,16 +89,7 @@ def test_the_export_undo_and_make_down_stop_the_keepers(tmp_path: Path):
     run = tmp_path / "run"
     rd = RunDir(run)
     kicked_off(run, TASK, time.time() + 3600)
-    a = ExportInputs(
-        run_dir=str(run),
-        task_id=TASK,
-        gitea_url="http://127.0.0.1:9",
-        gitea_user=ADMIN,
-        repo="team/calc",
-        gitea_repositories=str(tmp_path / "none"),
-        profile=PROFILE,
-        grace_s=0,
-    )
+    a = inputs(run)
     assert arm(a, "pw").startswith("armed (pid ")
     end = time.monotonic() + 30
     while not keeper_alive(rd, TASK):
@@ -295,16 +292,7 @@ def test_launcher_killed_mid_window_exports_the_deadline_head(gitea: str, tmp_pa
     rd = RunDir(run)
     deadline = time.time() + WINDOW_S
     kicked_off(run, TASK, deadline)
-    a = ExportInputs(
-        run_dir=str(run),
-        task_id=TASK,
-        gitea_url=gitea,
-        gitea_user=ADMIN,
-        repo=team.repo,
-        gitea_repositories=str(tmp_path / "no-preserved-data"),
-        profile=PROFILE,
-        grace_s=0,  # the launcher is dead: the keeper stops the team at once (none here)
-    ).model_dump_json()
+    a = inputs(run, gitea_url=gitea, repo=team.repo).model_dump_json()  # grace 0: the team stopped at once (none)
     env = {"PATH": os.environ["PATH"], "AGENSH_INPUT": a, "AGENSH_GITEA_PASSWORD": ADMIN_PW}
     if host:
         host_docker("network", "connect", f"agensh-keeper-{RUN}-net", host["name"])  # Gitea, for the keeper
@@ -377,16 +365,7 @@ def test_the_team_stopped_unless_a_launch_stops_it(base_image: str, tmp_path: Pa
     run = tmp_path / "run"
     rd = RunDir(run)
     kicked_off(run, TASK, time.time())
-    a = ExportInputs(
-        run_dir=str(run),
-        task_id=TASK,
-        gitea_url="http://unused",
-        gitea_user=ADMIN,
-        repo="team/calc",
-        gitea_repositories=str(tmp_path),
-        profile=PROFILE,
-        grace_s=1,
-    )
+    a = inputs(run, grace_s=1)
 
     def worker(task: str) -> str:
         labels = {contract.PROFILE_LABEL: PROFILE, contract.ROLE_LABEL: "worker", contract.TASK_LABEL: task}
