@@ -33,7 +33,8 @@ from scripts.lib import privilege
 
 cli = options.typer_app()
 SCRIPT = ROOT / "scripts" / "host" / "host_units.sh"
-OWNER_RE = r"[a-z0-9][a-z0-9-]*(\.[0-9]+-[0-9a-f]{12})?"  # `<profile>[.<uid>-<hash>]` (components/host_units.py)
+# `<profile>[.<uid>-<hash>]` (components/host_units.py owner; a receipt of an earlier version: the profile alone)
+OWNER_RE = re.compile(rf"{contract.PROFILE_RE.pattern}(\.[0-9]+-[0-9a-f]{{12}})?")
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def command(
         print(r.line())
     code = 0
     for r in (r for r in found if prune and r.verdict == "stale"):
-        if not re.fullmatch(OWNER_RE, r.owner):
+        if not OWNER_RE.fullmatch(r.owner):
             print(f"host-units: {r.owner}: not a receipt's name; left alone", file=sys.stderr)
             code = 1
             continue

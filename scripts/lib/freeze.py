@@ -202,13 +202,11 @@ def stop_abandoned(a: ExportInputs, deadline: float) -> str:
     """At the deadline plus the grace, stop the task's workers unless the launch is stopping them: `main` is locked,
     so what they do cannot reach the submission, and they would spend the model's budget for nothing. The launch is
     stopping them while it runs (its launcher, or a step before the shutdown or the shutdown itself, alive, seen over
-    QUIET_S) and has when its shutdown completed; a launch
-    that died, whose export failed, or that was stopped after its export (one `make stop` in the window ends it
-    before its shutdown) leaves them to the keeper. Each gets the grace to seal its archive, as the shutdown gives it;
-    the shutdown, when the launch resumes, finds them stopped. On a swarm the workers are services on other nodes:
-    left to the shutdown."""
+    QUIET_S) and has when its shutdown completed; a launch that died, whose export failed, or that was stopped after
+    its export (one `make stop` in the window ends it before its shutdown) leaves them to the keeper. Each gets the
+    grace to seal its archive, as the shutdown gives it; the shutdown, when the launch resumes, finds them stopped. On a
+    swarm the workers are services on other nodes: left to the shutdown."""
     rd = RunDir(Path(a.run_dir))
-
     at_work = (steps.EXPORT, steps.REMINDERS, steps.NUDGES, steps.SHUTDOWN)
 
     def launch_alive() -> bool:
